@@ -1,0 +1,36 @@
+#include "alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic long fbx__fail_countdown = -1;
+
+static int fbx__should_fail(void) {
+  long v = atomic_load_explicit(&fbx__fail_countdown, memory_order_relaxed);
+  if (v < 0) return 0; /* the common case: one relaxed load */
+  return atomic_fetch_sub(&fbx__fail_countdown, 1) == 0;
+}
+
+void fbx_alloc_fail_after(long n) { atomic_store(&fbx__fail_countdown, n); }
+
+void *fbx_malloc(size_t n) { return fbx__should_fail() ? NULL : malloc(n ? n : 1); }
+void *fbx_calloc(size_t c, size_t s) { return fbx__should_fail() ? NULL : calloc(c ? c : 1, s ? s : 1); }
+void *fbx_realloc(void *p, size_t n) { return fbx__should_fail() ? NULL : realloc(p, n ? n : 1); }
+void fbx_free(void *p) { free(p); }
+
+void *fbx_malloc_aligned(size_t n) {
+  if (fbx__should_fail()) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n ? (n + 63) & ~(size_t)63 : 64) != 0) return NULL;
+  return p;
+}
+void fbx_free_aligned(void *p) { free(p); }
+
+char *fbx_strdup(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = fbx_malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}

@@ -1,0 +1,21 @@
+/* All heap allocation goes through these wrappers so tests can inject failure.
+ * Semantics match malloc/calloc/realloc/free. fbx_alloc_fail_after(n) makes the
+ * n-th next allocation (0 = the next one) return NULL; -1 disables injection. */
+#ifndef FBX_BASE_ALLOC_H
+#define FBX_BASE_ALLOC_H
+
+#include <stddef.h>
+
+void *fbx_malloc(size_t n);
+void *fbx_calloc(size_t count, size_t size);
+void *fbx_realloc(void *p, size_t n);
+void fbx_free(void *p);
+/* 64-byte aligned allocation for kernel buffers; free with fbx_free_aligned. */
+void *fbx_malloc_aligned(size_t n);
+void fbx_free_aligned(void *p);
+/* Returns a heap copy of s (NULL on OOM or NULL s); caller frees with fbx_free. */
+char *fbx_strdup(const char *s);
+
+void fbx_alloc_fail_after(long n);
+
+#endif

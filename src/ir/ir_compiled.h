@@ -1,0 +1,97 @@
+/* A compiled subgraph: one per fused ORT node. Owns the IR graph and the
+ * compile cache; picks an execution path per run (see DESIGN.md):
+ *
+ *   decode  : the graph is a decoder step (see fbx_ir_path_classify) and the
+ *             query length is 1 -> one shapeless plan serves every past length
+ *   prefill : decoder graph, query length > 1 -> plan keyed by input shapes
+ *   general : any other graph -> plan keyed by input shapes
+ *   eager   : compile off, or compiling failed -> interpret the graph node by
+ *             node, no folding, no fusion; always correct
+ *
+ * A plan is the graph after constant folding (shape-dependent folding only on
+ * the shape-keyed paths), elementwise fusion and buffer-slot assignment. Shape
+ * inference runs per node at every run (cheap); buffers grow geometrically so
+ * the steady state allocates nothing. The cache is an LRU bounded by
+ * cache_limit entries per compiled subgraph. */
+#ifndef FBX_IR_COMPILED_H
+#define FBX_IR_COMPILED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../backend/backend.h"
+#include "ir_graph.h"
+
+typedef enum fbx_ir_path {
+  FBX_IR_PATH_DECODE, FBX_IR_PATH_PREFILL, FBX_IR_PATH_GENERAL, FBX_IR_PATH_EAGER,
+  FBX_IR_PATH_COUNT
+} fbx_ir_path;
+
+typedef enum fbx_ir_cache_event {
+  FBX_IR_CACHE_NONE,      /* eager: no cache */
+  FBX_IR_CACHE_HIT, FBX_IR_CACHE_MISS, FBX_IR_CACHE_RETRACE,
+} fbx_ir_cache_event;
+
+const char *fbx_ir_path_name(fbx_ir_path p);          /* "decode", ... */
+const char *fbx_ir_cache_event_name(fbx_ir_cache_event e); /* "HIT", ... */
+
+typedef struct fbx_ir_compile_options {
+  bool compile;          /* false: always eager */
+  int cache_limit;       /* max cached plans per subgraph (>= 1) */
+} fbx_ir_compile_options;
+
+/* Per-run facts for the tracer. Times in nanoseconds. */
+typedef struct fbx_ir_run_report {
+  fbx_ir_path path;
+  fbx_ir_cache_event cache;
+  char shape_key[256];        /* e.g. "1x1|1x4x*x16" ; '*' marks a shapeless dim */
+  uint64_t compile_ns;        /* plan building on MISS/RETRACE */
+  uint64_t eval_ns;           /* running the steps (incl. synchronize) */
+  uint64_t copy_ns;           /* output copies */
+  int64_t wrap_count, wrap_bytes;       /* inputs used in place */
+  int64_t copyout_count, copyout_bytes; /* outputs copied (not written in place) */
+  bool fell_back;             /* compile failed -> eager */
+  char fallback_reason[160];
+} fbx_ir_run_report;
+
+/* Output binding: called once per graph output, after its shape is known and
+ * before any kernel writes it. Return a host-visible buffer of
+ * numel*dtype_size bytes (the executor writes there in place or copies). */
+typedef fbx_status *(*fbx_ir_output_fn)(void *ctx, int output_index, const fbx_tensor *shape,
+                                        void **data);
+
+typedef struct fbx_ir_compiled fbx_ir_compiled;
+
+/* Takes ownership of g (destroyed with the compiled object, or on failure).
+ * be is borrowed and must outlive the compiled object. name labels traces. */
+fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be,
+                                   const fbx_ir_compile_options *opt, const char *name,
+                                   fbx_ir_compiled **out);
+void fbx_ir_compiled_destroy(fbx_ir_compiled *c);
+
+/* Run once. inputs[i] are host tensors (ORT buffers) in graph-input order,
+ * read in place where possible. report may be NULL. Thread-safe: concurrent
+ * runs of one compiled object are serialised internally. */
+fbx_status *fbx_ir_compiled_run(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                fbx_ir_output_fn output_fn, void *output_ctx,
+                                fbx_ir_run_report *report);
+
+const fbx_ir_graph *fbx_ir_compiled_graph(const fbx_ir_compiled *c);
+
+/* ---- pieces exposed for unit tests ---- */
+
+/* Is the graph a decoder step graph? True when its inputs carry at least two
+ * distinct non-empty symbolic dim names outside dim 0 (e.g. sequence_length and
+ * past_sequence_length). Then a run is "decode" when one of those symbolic dims
+ * is 1 and "prefill" otherwise. */
+bool fbx_ir_graph_is_decoder(const fbx_ir_graph *g);
+fbx_ir_path fbx_ir_path_classify(const fbx_ir_graph *g, bool compile, const fbx_tensor *inputs,
+                                 int n_inputs);
+
+/* Shape inference of one node given its input tensors' shapes (and, for the
+ * inputs in fbx_ir_op_shape_data_inputs, their host data). Fills outputs'
+ * dtype/rank/dims (data untouched). */
+fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
+                              fbx_tensor *outputs, int n_outputs);
+
+#endif

@@ -1,0 +1,186 @@
+/* The lazy array graph.
+ *
+ * A graph is a list of values and a topologically ordered list of nodes.
+ * Nothing is computed when a graph is built: values carry a dtype and a
+ * (possibly symbolic) shape; nodes record an op, input/output value ids and
+ * small params. Constants hold host data owned by the graph.
+ *
+ * Memory: every allocation of a graph (values, nodes, names, constant data,
+ * fused programs) comes from the graph's own arena and is freed at once by
+ * fbx_ir_graph_destroy(). Value and node ids are stable indices.
+ *
+ * Shapes: rank is always known (translators decline unknown ranks). A dim is
+ * >= 0 when static, FBX_IR_DIM_DYNAMIC when only known at run time; for
+ * graph inputs, dim_sym[] names the symbol ("" when ORT gave none). */
+#ifndef FBX_IR_GRAPH_H
+#define FBX_IR_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../base/dtype.h"
+#include "../base/status.h"
+#include "ir_ops.h"
+
+#define FBX_IR_DIM_DYNAMIC (-1)
+#define FBX_IR_MAX_INPUTS 64    /* Concat/Sum with more inputs are declined */
+#define FBX_IR_MAX_OUTPUTS 64   /* Split with more outputs are declined */
+#define FBX_IR_NONE (-1)        /* an absent optional input */
+
+typedef enum fbx_ir_value_kind {
+  FBX_IR_VALUE_INPUT,     /* graph input, bound at run time */
+  FBX_IR_VALUE_CONST,     /* host data in the graph arena (initializer / folded) */
+  FBX_IR_VALUE_NODE,      /* produced by a node */
+} fbx_ir_value_kind;
+
+typedef struct fbx_ir_value {
+  fbx_ir_value_kind kind;
+  fbx_dtype dtype;
+  int rank;
+  int64_t dims[FBX_MAX_RANK];       /* FBX_IR_DIM_DYNAMIC when unknown before run */
+  const char *dim_sym[FBX_MAX_RANK];/* inputs only: ORT's symbolic dim name or NULL */
+  const char *name;                 /* ONNX value name (for traces), may be NULL */
+  int producer;                     /* node id, or FBX_IR_NONE */
+  int input_index;                  /* kind INPUT: position in graph inputs */
+  void *data;                       /* kind CONST: host data, row-major, dims all static */
+  size_t nbytes;                    /* kind CONST */
+} fbx_ir_value;
+
+/* Conv/pool geometry, up to 3 spatial dims. pads: begin[0..nd) then end[0..nd). */
+typedef enum fbx_ir_auto_pad {
+  FBX_IR_PAD_NOTSET, FBX_IR_PAD_VALID, FBX_IR_PAD_SAME_UPPER, FBX_IR_PAD_SAME_LOWER,
+} fbx_ir_auto_pad;
+
+typedef enum fbx_ir_resize_mode { FBX_IR_RESIZE_NEAREST, FBX_IR_RESIZE_LINEAR, FBX_IR_RESIZE_CUBIC } fbx_ir_resize_mode;
+typedef enum fbx_ir_resize_coord {
+  FBX_IR_COORD_HALF_PIXEL, FBX_IR_COORD_ASYMMETRIC, FBX_IR_COORD_PYTORCH_HALF_PIXEL,
+  FBX_IR_COORD_ALIGN_CORNERS, FBX_IR_COORD_TF_HALF_PIXEL_FOR_NN, FBX_IR_COORD_TF_CROP_AND_RESIZE,
+} fbx_ir_resize_coord;
+typedef enum fbx_ir_resize_nearest {
+  FBX_IR_NEAREST_ROUND_PREFER_FLOOR, FBX_IR_NEAREST_ROUND_PREFER_CEIL,
+  FBX_IR_NEAREST_FLOOR, FBX_IR_NEAREST_CEIL,
+} fbx_ir_resize_nearest;
+typedef enum fbx_ir_pad_mode { FBX_IR_PADMODE_CONSTANT, FBX_IR_PADMODE_REFLECT, FBX_IR_PADMODE_EDGE, FBX_IR_PADMODE_WRAP } fbx_ir_pad_mode;
+
+typedef struct fbx_ir_ew_program fbx_ir_ew_program;
+
+/* Per-op parameters. Which member is used is given by the op (see ir_ops.h).
+ * All axes are normalised (non-negative) by the translator. */
+typedef union fbx_ir_params {
+  struct { float alpha, beta, gamma; fbx_dtype to; } ew;
+  struct { int trans_a, trans_b; float alpha; } matmul;
+  struct { int axis; } axis;
+  struct { int axis; float epsilon; } norm;
+  struct { uint32_t axes_mask; int keepdims; } reduce; /* mask 0 = all axes (unless noop handled by translator) */
+  struct { int axis; int keepdims; int select_last; } arg;
+  struct { int axis; int exclusive; int reverse; } cumsum;
+  struct { uint32_t axes_mask; } axes;                 /* SQUEEZE / UNSQUEEZE */
+  struct { int allowzero; } reshape;
+  struct { int perm[FBX_MAX_RANK]; } transpose;
+  struct { int64_t start, end; int has_end; } shape;   /* raw ONNX start/end; normalised at run */
+  struct { fbx_dtype dtype; double value; } fill;      /* CONSTANT_OF_SHAPE */
+  struct { fbx_ir_pad_mode mode; } pad;
+  struct { int upper; } trilu;
+  struct { int blocksize; int crd; } d2s;              /* crd: 1 = CRD mode, 0 = DCR */
+  struct { int axis; int largest; int sorted; } topk;
+  struct { int axis; int reduction; } scatter;         /* reduction 0 none,1 add,2 mul,3 max,4 min */
+  struct { int size; float alpha, beta, bias; } lrn;
+  struct {
+    int nd;                          /* spatial dims: 1..3 */
+    int64_t kernel[3], strides[3], dilations[3];
+    int64_t pads[6];                 /* begin..., end... (explicit or from auto_pad at run) */
+    int64_t output_padding[3];       /* CONV_TRANSPOSE */
+    int64_t output_shape[3];         /* CONV_TRANSPOSE, 0 = not given */
+    int64_t group;
+    fbx_ir_auto_pad auto_pad;
+    int ceil_mode, count_include_pad; /* pools */
+    int64_t p;                        /* LPPOOL */
+  } conv;
+  struct {
+    fbx_ir_resize_mode mode;
+    fbx_ir_resize_coord coord;
+    fbx_ir_resize_nearest nearest;
+    float cubic_a;
+    int exclude_outside;
+    float extrapolation_value;
+  } resize;
+  struct { fbx_ir_ew_program *prog; } fused;           /* FUSED_EW */
+} fbx_ir_params;
+
+typedef struct fbx_ir_node {
+  fbx_ir_op op;
+  int n_inputs, n_outputs;
+  int *inputs;               /* value ids, FBX_IR_NONE for an absent optional input */
+  int *outputs;              /* value ids */
+  fbx_ir_params params;
+  const char *name;          /* ONNX node name (for traces); may be "" */
+  const char *onnx_op;       /* ONNX op type this node came from (for traces) */
+  int onnx_node_index;       /* index of that node in the fused subgraph, or -1 */
+} fbx_ir_node;
+
+/* ---- the fused elementwise program (FUSED_EW) ----
+ * Registers 0..n_inputs-1 hold the node's inputs (broadcast to the output
+ * shape); register n_inputs+i holds the result of instr i. The node's single
+ * output is register out_reg. Each instr is an EW1/EW2/EW3 op. */
+typedef struct fbx_ir_ew_instr {
+  fbx_ir_op op;
+  int a, b, c;               /* operand registers (b, c unused for unary) */
+  fbx_dtype dtype;           /* result dtype */
+  fbx_ir_params params;      /* .ew */
+} fbx_ir_ew_instr;
+
+struct fbx_ir_ew_program {
+  int n_inputs;
+  int n_instrs;
+  int out_reg;
+  fbx_dtype in_dtypes[FBX_IR_MAX_INPUTS];
+  fbx_ir_ew_instr *instrs;
+};
+
+typedef struct fbx_ir_graph {
+  struct fbx_arena *arena;
+  fbx_ir_value *values; int n_values, cap_values;
+  fbx_ir_node *nodes;   int n_nodes, cap_nodes;
+  int *inputs;  int n_inputs, cap_inputs;     /* value ids, in ORT input order */
+  int *outputs; int n_outputs, cap_outputs;   /* value ids, in ORT output order */
+} fbx_ir_graph;
+
+/* Create/destroy. destroy frees everything the graph owns (NULL is fine). */
+fbx_status *fbx_ir_graph_create(fbx_ir_graph **out);
+void fbx_ir_graph_destroy(fbx_ir_graph *g);
+
+/* Arena allocation tied to the graph's lifetime (zeroed). NULL on OOM. */
+void *fbx_ir_graph_alloc(fbx_ir_graph *g, size_t bytes);
+const char *fbx_ir_graph_strdup(fbx_ir_graph *g, const char *s);
+
+/* Add a graph input; returns its value id in *id. dims may contain FBX_IR_DIM_DYNAMIC;
+ * dim_sym may be NULL. */
+fbx_status *fbx_ir_graph_add_input(fbx_ir_graph *g, const char *name, fbx_dtype dt, int rank,
+                                   const int64_t *dims, const char *const *dim_sym, int *id);
+/* Add a constant; data (nbytes = numel*dtype size) is copied into the arena. */
+fbx_status *fbx_ir_graph_add_const(fbx_ir_graph *g, const char *name, fbx_dtype dt, int rank,
+                                   const int64_t *dims, const void *data, int *id);
+/* Convenience scalar/1-D constants. */
+fbx_status *fbx_ir_graph_add_const_f32(fbx_ir_graph *g, float v, int *id);           /* rank 0 */
+fbx_status *fbx_ir_graph_add_const_i64s(fbx_ir_graph *g, const int64_t *v, int n, int *id); /* rank 1 */
+/* Add a value produced by a node (shape filled by inference; rank/dims may be set by caller). */
+fbx_status *fbx_ir_graph_add_value(fbx_ir_graph *g, const char *name, fbx_dtype dt, int rank, int *id);
+/* Add a node; inputs/outputs arrays are copied. Sets producer of each output. */
+fbx_status *fbx_ir_graph_add_node(fbx_ir_graph *g, fbx_ir_op op, const int *inputs, int n_inputs,
+                                  const int *outputs, int n_outputs, const fbx_ir_params *params,
+                                  const char *name, const char *onnx_op, int onnx_node_index,
+                                  int *node_id);
+/* One-call helper: a node with n_inputs inputs and one new output value of dtype dt
+ * and rank `rank` (-1: infer later); returns the output value id. */
+fbx_status *fbx_ir_graph_emit(fbx_ir_graph *g, fbx_ir_op op, const int *inputs, int n_inputs,
+                              const fbx_ir_params *params, fbx_dtype dt, int rank,
+                              const char *name, const char *onnx_op, int onnx_node_index,
+                              int *out_value);
+fbx_status *fbx_ir_graph_mark_output(fbx_ir_graph *g, int value_id);
+
+/* Number of elements of a value whose dims are all static (-1 if any dynamic). */
+int64_t fbx_ir_value_numel(const fbx_ir_value *v);
+/* Debug dump to a FILE* (one line per node). */
+void fbx_ir_graph_dump(const fbx_ir_graph *g, void *file);
+
+#endif

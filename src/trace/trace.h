@@ -1,0 +1,95 @@
+/* Observability: the one module every layer may call.
+ *
+ * Gating: fbx_trace_init() reads the environment once (the ep layer calls it
+ * from CreateEpFactories; every entry point also calls it lazily). After that,
+ * with every FUSEBOX_* variable unset, each entry point below is one
+ * predictable branch on fbx__trace_flags and returns: no clock read, no
+ * allocation, no lock. Callers that build arguments should guard with
+ * fbx_trace_enabled() so they pay nothing either.
+ *
+ * Variables (see DESIGN.md): FUSEBOX_TRACE=<file.json>, FUSEBOX_VERBOSE=1,
+ * FUSEBOX_CLAIM_DEBUG=1, FUSEBOX_NVTX=1, FUSEBOX_TRACE_MAX_EVENTS=<n>. */
+#ifndef FBX_TRACE_H
+#define FBX_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum {
+  FBX_TRACE_F_INIT = 1 << 0,     /* set once the environment has been read */
+  FBX_TRACE_F_JSON = 1 << 1,     /* FUSEBOX_TRACE: events go to the JSON file */
+  FBX_TRACE_F_SUMMARY = 1 << 2,  /* summary at teardown (TRACE or VERBOSE) */
+  FBX_TRACE_F_CLAIM = 1 << 3,    /* FUSEBOX_CLAIM_DEBUG */
+  FBX_TRACE_F_NVTX = 1 << 4,     /* NVTX ranges */
+  FBX_TRACE_F_PROFILER = 1 << 5, /* ORT profiling collects our events */
+};
+
+/* FBX_TRACE_F_INIT alone means "read, everything off". 0 means "not read yet". */
+extern int fbx__trace_flags;
+int fbx__trace_init_slow(void);
+
+static inline int fbx_trace_flags(void) {
+  int f = fbx__trace_flags;
+  if (__builtin_expect(f == FBX_TRACE_F_INIT, 1)) return 0;
+  return f ? (f & ~FBX_TRACE_F_INIT) : fbx__trace_init_slow();
+}
+/* True when any event or statistic is being collected. */
+static inline bool fbx_trace_enabled(void) {
+  return (fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_PROFILER)) != 0;
+}
+void fbx_trace_init(void);
+
+/* ---- events ---- */
+typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR } fbx_trace_arg_type;
+typedef struct fbx_trace_arg {
+  const char *key;
+  fbx_trace_arg_type type;
+  int64_t i;
+  double d;
+  const char *s;             /* copied by the callee */
+} fbx_trace_arg;
+#define FBX_TARG_I(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_INT, .i = (int64_t)(v)})
+#define FBX_TARG_D(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_DBL, .d = (double)(v)})
+#define FBX_TARG_S(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_STR, .s = (v)})
+
+/* Monotonic clock, nanoseconds. */
+uint64_t fbx_trace_now_ns(void);
+/* A complete span ("ph":"X") on the calling thread. */
+void fbx_trace_complete(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
+                        const fbx_trace_arg *args, int n_args);
+/* An instant ("ph":"i") on the calling thread. */
+void fbx_trace_instant(const char *name, const char *cat, const fbx_trace_arg *args, int n_args);
+/* A counter sample ("ph":"C") on its own track. */
+void fbx_trace_counter(const char *name, double value);
+
+/* ---- per-session statistics for the summary ---- */
+typedef struct fbx_trace_session fbx_trace_session;
+
+/* Create/destroy; destroy prints the summary (when on) and flushes the trace
+ * file so it is valid JSON. Both are cheap no-ops when tracing is off
+ * (create returns NULL; every call below accepts NULL). */
+fbx_trace_session *fbx_trace_session_create(const char *label);
+void fbx_trace_session_destroy(fbx_trace_session *s);
+
+/* The session whose Compute is running on this thread (thread-local), so
+ * lower layers can attribute op timings without knowing about sessions. */
+void fbx_trace_session_bind(fbx_trace_session *s);
+fbx_trace_session *fbx_trace_session_current(void);
+
+/* One GetCapability call: claimed/total nodes, fused subgraph count. */
+void fbx_trace_session_claim(fbx_trace_session *s, int claimed, int total, int fused_subgraphs);
+/* One unclaimed node (call once per unclaimed node, after _claim). */
+void fbx_trace_session_unclaimed(fbx_trace_session *s, const char *domain, const char *op_type,
+                                 const char *node_name, const char *reason);
+/* One Compute: path name ("decode"...), cache event ("HIT"/"MISS"/"RETRACE"/"" for eager). */
+void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const char *cache);
+/* Memory movement. */
+void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);       /* zero-copy */
+void fbx_trace_session_copy_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);  /* constants */
+void fbx_trace_session_copy_out(fbx_trace_session *s, bool delta, int64_t bytes);
+/* Phase time: phase is "translate" | "compile" | "eval" | "copy". */
+void fbx_trace_session_phase(fbx_trace_session *s, const char *phase, uint64_t ns);
+/* One op execution (host or device time). */
+void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns, bool device_time);
+
+#endif
