@@ -183,4 +183,13 @@ int64_t fbx_ir_value_numel(const fbx_ir_value *v);
 /* Debug dump to a FILE* (one line per node). */
 void fbx_ir_graph_dump(const fbx_ir_graph *g, void *file);
 
+/* Output dtype of an elementwise op (EW1/EW2/EW3) given its input dtypes:
+ * comparisons/ISNAN/ISINF/NOT/AND/OR/XOR -> BOOL, CAST -> p->ew.to,
+ * WHERE -> in_dtypes[1], otherwise in_dtypes[0]. */
+fbx_dtype fbx_ir_ew_out_dtype(fbx_ir_op op, const fbx_ir_params *p, const fbx_dtype *in_dtypes, int n);
+/* ONNX Slice clamping for one axis of size dim (negative start/end count from
+ * the end; INT64_MAX/MIN ends allowed; step != 0). Returns the number of
+ * selected elements; *start_out (may be NULL) gets the clamped first index. */
+int64_t fbx_ir_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *start_out);
+
 #endif

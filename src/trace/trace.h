@@ -8,11 +8,15 @@
  * fbx_trace_enabled() so they pay nothing either.
  *
  * Variables (see DESIGN.md): FUSEBOX_TRACE=<file.json>, FUSEBOX_VERBOSE=1,
- * FUSEBOX_CLAIM_DEBUG=1, FUSEBOX_NVTX=1, FUSEBOX_TRACE_MAX_EVENTS=<n>. */
+ * FUSEBOX_CLAIM_DEBUG=1, FUSEBOX_NVTX=1, FUSEBOX_TRACE_MAX_EVENTS=<n>.
+ *
+ * Build with -DFBX_TRACE_COMPILED_OUT=1 and every entry point becomes an
+ * empty inline stub (the overhead benchmark's baseline). */
 #ifndef FBX_TRACE_H
 #define FBX_TRACE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -23,6 +27,24 @@ enum {
   FBX_TRACE_F_NVTX = 1 << 4,     /* NVTX ranges */
   FBX_TRACE_F_PROFILER = 1 << 5, /* ORT profiling collects our events */
 };
+
+/* ---- events ---- */
+typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR } fbx_trace_arg_type;
+typedef struct fbx_trace_arg {
+  const char *key;
+  fbx_trace_arg_type type;
+  int64_t i;
+  double d;
+  const char *s;             /* copied by the callee */
+} fbx_trace_arg;
+#define FBX_TARG_I(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_INT, .i = (int64_t)(v)})
+#define FBX_TARG_D(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_DBL, .d = (double)(v)})
+#define FBX_TARG_S(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_STR, .s = (v)})
+
+/* ---- per-session statistics for the summary ---- */
+typedef struct fbx_trace_session fbx_trace_session;
+
+#if !(defined(FBX_TRACE_COMPILED_OUT) && FBX_TRACE_COMPILED_OUT)
 
 /* FBX_TRACE_F_INIT alone means "read, everything off". 0 means "not read yet". */
 extern int fbx__trace_flags;
@@ -39,19 +61,6 @@ static inline bool fbx_trace_enabled(void) {
 }
 void fbx_trace_init(void);
 
-/* ---- events ---- */
-typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR } fbx_trace_arg_type;
-typedef struct fbx_trace_arg {
-  const char *key;
-  fbx_trace_arg_type type;
-  int64_t i;
-  double d;
-  const char *s;             /* copied by the callee */
-} fbx_trace_arg;
-#define FBX_TARG_I(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_INT, .i = (int64_t)(v)})
-#define FBX_TARG_D(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_DBL, .d = (double)(v)})
-#define FBX_TARG_S(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_STR, .s = (v)})
-
 /* Monotonic clock, nanoseconds. */
 uint64_t fbx_trace_now_ns(void);
 /* A complete span ("ph":"X") on the calling thread. */
@@ -61,9 +70,6 @@ void fbx_trace_complete(const char *name, const char *cat, uint64_t t0_ns, uint6
 void fbx_trace_instant(const char *name, const char *cat, const fbx_trace_arg *args, int n_args);
 /* A counter sample ("ph":"C") on its own track. */
 void fbx_trace_counter(const char *name, double value);
-
-/* ---- per-session statistics for the summary ---- */
-typedef struct fbx_trace_session fbx_trace_session;
 
 /* Create/destroy; destroy prints the summary (when on) and flushes the trace
  * file so it is valid JSON. Both are cheap no-ops when tracing is off
@@ -91,5 +97,83 @@ void fbx_trace_session_copy_out(fbx_trace_session *s, bool delta, int64_t bytes)
 void fbx_trace_session_phase(fbx_trace_session *s, const char *phase, uint64_t ns);
 /* One op execution (host or device time). */
 void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns, bool device_time);
+
+/* ---- additions (helper "trace") ---- */
+/* Counter tracks fusebox.mem_bytes / mem_pct (of budget_bytes; skipped when 0),
+ * fusebox.rss_bytes and fusebox.util_pct (process CPU time / wall time / cores,
+ * sampled at most once a millisecond). The ep layer calls it after each Compute. */
+void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes);
+/* NVTX range push/pop (FUSEBOX_NVTX=1 or FUSEBOX_TRACE set); no-ops when the
+ * NVTX v3 headers were absent at build time. Pop must pair with push per thread. */
+void fbx_trace_nvtx_push(const char *name);
+void fbx_trace_nvtx_pop(void);
+/* Names the calling thread in the trace (thread_name metadata; name copied). */
+void fbx_trace_thread_name_set(const char *name);
+/* Writes every buffered event to the file and rewrites the trailer, so the
+ * file is valid JSON (session destroy and exit do this already). */
+void fbx_trace_flush(void);
+/* FUSEBOX_CLAIM_DEBUG: one claim decision to stderr (reason may be NULL). */
+void fbx_trace_claim_debug(const char *node_name, const char *domain, const char *op_type,
+                           bool claimed, const char *reason);
+
+#else /* FBX_TRACE_COMPILED_OUT: every entry point is an empty inline stub */
+
+static inline int fbx_trace_flags(void) { return 0; }
+static inline bool fbx_trace_enabled(void) { return false; }
+static inline void fbx_trace_init(void) {}
+static inline uint64_t fbx_trace_now_ns(void) { return 0; }
+static inline void fbx_trace_complete(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
+                                      const fbx_trace_arg *args, int n_args) {
+  (void)name; (void)cat; (void)t0_ns; (void)t1_ns; (void)args; (void)n_args;
+}
+static inline void fbx_trace_instant(const char *name, const char *cat, const fbx_trace_arg *args,
+                                     int n_args) {
+  (void)name; (void)cat; (void)args; (void)n_args;
+}
+static inline void fbx_trace_counter(const char *name, double value) { (void)name; (void)value; }
+static inline fbx_trace_session *fbx_trace_session_create(const char *label) { (void)label; return NULL; }
+static inline void fbx_trace_session_destroy(fbx_trace_session *s) { (void)s; }
+static inline void fbx_trace_session_bind(fbx_trace_session *s) { (void)s; }
+static inline fbx_trace_session *fbx_trace_session_current(void) { return NULL; }
+static inline void fbx_trace_session_claim(fbx_trace_session *s, int claimed, int total, int fused) {
+  (void)s; (void)claimed; (void)total; (void)fused;
+}
+static inline void fbx_trace_session_unclaimed(fbx_trace_session *s, const char *domain,
+                                               const char *op_type, const char *node_name,
+                                               const char *reason) {
+  (void)s; (void)domain; (void)op_type; (void)node_name; (void)reason;
+}
+static inline void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const char *cache) {
+  (void)s; (void)path; (void)cache;
+}
+static inline void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes) {
+  (void)s; (void)count; (void)bytes;
+}
+static inline void fbx_trace_session_copy_wrap(fbx_trace_session *s, int64_t count, int64_t bytes) {
+  (void)s; (void)count; (void)bytes;
+}
+static inline void fbx_trace_session_copy_out(fbx_trace_session *s, bool delta, int64_t bytes) {
+  (void)s; (void)delta; (void)bytes;
+}
+static inline void fbx_trace_session_phase(fbx_trace_session *s, const char *phase, uint64_t ns) {
+  (void)s; (void)phase; (void)ns;
+}
+static inline void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns,
+                                        bool device_time) {
+  (void)s; (void)op_type; (void)ns; (void)device_time;
+}
+static inline void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
+  (void)engine_bytes; (void)budget_bytes;
+}
+static inline void fbx_trace_nvtx_push(const char *name) { (void)name; }
+static inline void fbx_trace_nvtx_pop(void) {}
+static inline void fbx_trace_thread_name_set(const char *name) { (void)name; }
+static inline void fbx_trace_flush(void) {}
+static inline void fbx_trace_claim_debug(const char *node_name, const char *domain, const char *op_type,
+                                         bool claimed, const char *reason) {
+  (void)node_name; (void)domain; (void)op_type; (void)claimed; (void)reason;
+}
+
+#endif /* FBX_TRACE_COMPILED_OUT */
 
 #endif

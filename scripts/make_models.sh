@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Generates the test / demo / benchmark models into models/gen/ (ignored by git).
+# A model is (re)built only when it is missing or older than its generator script, so a second
+# run does nothing. `--bench` adds the large benchmark models (decoder_100m: ~110M params, 440 MB).
+#
+#   models/gen/decoder_tiny.onnx      L=2  H=64  N=4  F=128  V=256     (tests)
+#   models/gen/decoder_small.onnx     L=4  H=256 N=8  F=512  V=2048    (demo)
+#   models/gen/decoder_100m.onnx      L=12 H=768 N=12 F=2048 V=16384   (--bench)
+#   models/gen/cnn_small.onnx         1x3x64x64, widths 8/16/32/64, 1 block per stage (tests)
+#   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
+#   models/gen/names.onnx             node names that need JSON escaping (trace test)
+#   models/gen/cases/decoder_tiny_{prefill,decode}/   ONNX-test-style cases with numpy references
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+OUT=models/gen
+BENCH=0
+for a in "$@"; do
+  case "$a" in
+    --bench) BENCH=1 ;;
+    *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+
+# stale OUTPUT GENERATOR [DEPENDENCY...]: true when OUTPUT must be (re)built
+stale() {
+  local out=$1; shift
+  [ -e "$out" ] || return 0
+  local dep
+  for dep in "$@"; do [ "$dep" -nt "$out" ] && return 0; done
+  return 1
+}
+
+# gen OUTPUT GENERATOR ARGS...: build atomically (tmp file + rename) when stale
+gen() {
+  local out=$1 script=$2; shift 2
+  stale "$out" "$script" || return 0
+  local tmp="$out.tmp.$$"
+  "$PY" "$script" "$@" --out "$tmp"
+  mv -f "$tmp" "$out"
+}
+
+gen "$OUT/decoder_tiny.onnx" models/gen_decoder.py --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256
+gen "$OUT/decoder_small.onnx" models/gen_decoder.py --layers 4 --hidden 256 --heads 8 --ffn 512 --vocab 2048
+gen "$OUT/cnn_small.onnx" models/gen_cnn.py --size 64 --widths 8,16,32,64 --blocks 1,1,1,1
+gen "$OUT/cnn_resnet18ish.onnx" models/gen_cnn.py --size 224 --widths 64,128,256,512 --blocks 2,2,2,2
+gen "$OUT/names.onnx" models/gen_names.py
+if [ "$BENCH" = 1 ]; then
+  gen "$OUT/decoder_100m.onnx" models/gen_decoder.py --layers 12 --hidden 768 --heads 12 --ffn 2048 --vocab 16384
+fi
+
+# reference cases for the tiny decoder (numpy forward, checked against a graph interpreter)
+stamp="$OUT/cases/decoder_tiny.stamp"
+if stale "$stamp" models/check_decoder.py "$OUT/decoder_tiny.onnx"; then
+  "$PY" models/check_decoder.py --model "$OUT/decoder_tiny.onnx" --cases "$OUT/cases"
+  touch "$stamp"
+fi
+echo "[models] ok ($OUT)"

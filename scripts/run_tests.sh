@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# scripts/run_tests.sh BUILD_DIR — every unit test program, then the end-to-end checks.
+#
+#   1. every BUILD_DIR/tests/test_* program (test_e2e_* ones once per ORT library: 1.29 and 1.30)
+#   2. `fusebox check` (Fusebox vs ORT CPU EP) and `fusebox info --min-claimed 90` on the generated
+#      models and the three PP-OCR models, with both ORT libraries.
+# Prints one line per case and finally exactly "N passed, N failed"; exit 1 on any failure.
+# FBX_SANITIZED=1 (an ASan+UBSan build): ASAN_OPTIONS=detect_leaks=0 (ORT leaks at exit by design)
+# and the PP-OCR checks run with one ORT library only (each is slow under ASan; says so).
+set -u
+BUILD=${1:?usage: scripts/run_tests.sh BUILD_DIR}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "$BUILD" && pwd) || { echo "no build dir $1"; exit 1; }
+cd "$ROOT"
+ORT129=$ROOT/.deps/lib/libonnxruntime.1.29.so
+ORT130=$ROOT/.deps/lib/libonnxruntime.1.30.so
+export FUSEBOX_EP_LIB=${FUSEBOX_EP_LIB:-$BUILD/libfusebox_ep.so}
+export FUSEBOX_REPO=$ROOT
+unset FUSEBOX_TRACE FUSEBOX_VERBOSE FUSEBOX_CLAIM_DEBUG
+SAN=${FBX_SANITIZED:-0}
+if [ "$SAN" = 1 ]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+fi
+TIMEOUT=${FBX_TEST_TIMEOUT:-900}
+LOG=$(mktemp -d /tmp/fusebox_tests.XXXXXX)
+PASS=0
+FAIL=0
+FAILED=()
+
+# run_case NAME CMD... — runs CMD, output to $LOG/NAME.log (shown on failure)
+run_case() {
+  local name=$1; shift
+  local log="$LOG/${name//\//_}.log"
+  local t0=$(date +%s%N)
+  timeout "$TIMEOUT" "$@" >"$log" 2>&1
+  local rc=$?
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  local dt="$((ms / 1000)).$((ms % 1000 / 100))"
+  if [ $rc -eq 0 ]; then
+    PASS=$((PASS + 1)); printf 'PASS  %-60s %6ss\n' "$name" "$dt"
+  else
+    FAIL=$((FAIL + 1)); FAILED+=("$name")
+    printf 'FAIL  %-60s %6ss (exit %d)\n' "$name" "$dt" "$rc"
+    tail -n 25 "$log" | sed 's/^/      | /'
+  fi
+}
+
+echo "== unit tests ($BUILD/tests) =="
+shopt -s nullglob
+for t in "$BUILD"/tests/test_*; do
+  [ -x "$t" ] || continue
+  n=$(basename "$t")
+  case "$n" in
+    test_e2e_*)
+      run_case "$n [ORT 1.30]" env FUSEBOX_ORT_LIB="$ORT130" "$t"
+      run_case "$n [ORT 1.29]" env FUSEBOX_ORT_LIB="$ORT129" "$t" ;;
+    *) run_case "$n" "$t" ;;
+  esac
+done
+
+echo "== end-to-end: fusebox check / info =="
+FB=$BUILD/fusebox
+OCR=$ROOT/.deps/ocr/package/assets
+# model | extra options
+CASES=(
+  "models/gen/decoder_tiny.onnx|"
+  "models/gen/cnn_small.onnx|"
+  "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x224x224"
+  "$OCR/ch_PP-OCRv4_rec_infer.onnx|--shape x=1x3x48x320"
+  "$OCR/ch_ppocr_mobile_v2.0_cls_infer.onnx|--shape x=1x3x48x192"
+)
+if [ ! -x "$FB" ]; then
+  FAIL=$((FAIL + 1)); FAILED+=("fusebox binary"); echo "FAIL  $FB not built"
+else
+  for lib in "$ORT130" "$ORT129"; do
+    v=$(basename "$lib" .so); v=${v#libonnxruntime.}
+    for c in "${CASES[@]}"; do
+      m=${c%%|*}; opts=${c#*|}
+      name=$(basename "$m" .onnx)
+      if [ ! -f "$m" ]; then
+        FAIL=$((FAIL + 1)); FAILED+=("$name: model missing"); echo "FAIL  $m missing (scripts/make_models.sh / make deps)"; continue
+      fi
+      if [ "$SAN" = 1 ] && [ "$lib" = "$ORT129" ] && [[ "$m" == "$OCR"/* ]]; then
+        echo "SKIP  check/info $name [ORT $v]: PP-OCR under ASan runs with ORT 1.30 only (too slow twice)"
+        continue
+      fi
+      # shellcheck disable=SC2086
+      run_case "check $name [ORT $v]" "$FB" check "$m" --ort "$lib" $opts
+      run_case "info  $name >= 90% claimed [ORT $v]" "$FB" info "$m" --ort "$lib" --min-claimed 90
+    done
+  done
+  run_case "generate decoder_tiny identical tokens [ORT 1.30]" \
+    "$FB" generate models/gen/decoder_tiny.onnx --ort "$ORT130" --prompt-len 8 --new-tokens 16
+fi
+
+echo "logs: $LOG"
+if [ $FAIL -gt 0 ]; then
+  echo "failed:"; for f in "${FAILED[@]}"; do echo "  - $f"; done
+fi
+echo "$PASS passed, $FAIL failed"
+[ $FAIL -eq 0 ]

@@ -1,0 +1,152 @@
+/* The CPU backend: host buffers, memcpy copies, and a kernel table generated
+ * from the IR op X-macro. Elementwise ops share the program interpreter;
+ * every other op has its own kernel fbx_cpu_k_<OP>. */
+#include <cblas.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* Class token -> kernel: pasting the class macro *name* (not its value). */
+#define FBX__CPU_PICK_FBX_IR_CLASS_EW1(name) fbx_cpu_ew_run
+#define FBX__CPU_PICK_FBX_IR_CLASS_EW2(name) fbx_cpu_ew_run
+#define FBX__CPU_PICK_FBX_IR_CLASS_EW3(name) fbx_cpu_ew_run
+#define FBX__CPU_PICK_FBX_IR_CLASS_OTHER(name) fbx_cpu_k_##name
+
+static const fbx_cpu_kernel_fn fbx__cpu_kernels[] = {
+#define X(name, cls, mask) [FBX_IR_OP_##name] = FBX__CPU_PICK_##cls(name),
+    FBX_IR_OP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof(fbx__cpu_kernels) / sizeof(fbx__cpu_kernels[0]) == FBX_IR_OP_COUNT,
+               "CPU kernel table must cover every IR op");
+
+void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes) {
+  if (bytes <= c->scratch_size) return c->scratch;
+  size_t sz = c->scratch_size ? c->scratch_size : 64 * 1024;
+  while (sz < bytes) sz *= 2;
+  void *p = fbx_malloc_aligned(sz);
+  if (!p) return NULL;
+  fbx_free_aligned(c->scratch);
+  c->scratch = p;
+  c->scratch_size = sz;
+  return p;
+}
+
+static fbx_cpu_ctx *fbx__cpu(fbx_backend *be) { return be->ctx; }
+
+/* Buffers carry a 64-byte header holding their size (memory_in_use). */
+static fbx_status *fbx__cpu_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
+  unsigned char *p = fbx_malloc_aligned(bytes + 64);
+  if (!p) return FBX_ERR_OOM();
+  memcpy(p, &bytes, sizeof(bytes));
+  atomic_fetch_add(&fbx__cpu(be)->mem_in_use, bytes);
+  *out = p + 64;
+  return NULL;
+}
+
+static void fbx__cpu_buffer_free(fbx_backend *be, void *q) {
+  if (!q) return;
+  unsigned char *p = (unsigned char *)q - 64;
+  size_t bytes;
+  memcpy(&bytes, p, sizeof(bytes));
+  atomic_fetch_sub(&fbx__cpu(be)->mem_in_use, bytes);
+  fbx_free_aligned(p);
+}
+
+static fbx_status *fbx__cpu_copy(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (bytes && dst != src) memmove(dst, src, bytes);
+  return NULL;
+}
+
+static fbx_status *fbx__cpu_node_prepare(fbx_backend *be, const fbx_ir_node *node,
+                                         const fbx_tensor *const *const_inputs,
+                                         const fbx_tensor *inputs, void **state) {
+  *state = NULL;
+  if (node->op == FBX_IR_OP_MATMUL)
+    return fbx_cpu_matmul_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
+  return NULL;
+}
+
+static void fbx__cpu_node_release(fbx_backend *be, const fbx_ir_node *node, void *state) {
+  (void)be;
+  if (!state) return;
+  if (node->op == FBX_IR_OP_MATMUL) fbx_cpu_matmul_release(state);
+}
+
+static fbx_status *fbx__cpu_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,
+                                     const fbx_tensor *inputs, int n_inputs, fbx_tensor *outputs,
+                                     int n_outputs, fbx_kernel_info *info) {
+  fbx_cpu_ctx *c = fbx__cpu(be);
+  if ((unsigned)node->op >= FBX_IR_OP_COUNT) return FBX_ERR_ARG("cpu backend: bad op %d", (int)node->op);
+  fbx_kernel_info dummy;
+  if (!info) info = &dummy;
+  info->variant = "cpu";
+  info->reason = "";
+  info->flops = 0;
+  pthread_mutex_lock(&c->run_lock);
+  c->op_name = fbx_ir_op_name(node->op);
+  fbx_status *st = fbx__cpu_kernels[node->op](c, node, state, inputs, n_inputs, outputs, n_outputs, info);
+  pthread_mutex_unlock(&c->run_lock);
+  return st;
+}
+
+static fbx_status *fbx__cpu_synchronize(fbx_backend *be) {
+  (void)be;
+  return NULL;
+}
+
+static size_t fbx__cpu_memory_in_use(fbx_backend *be) { return atomic_load(&fbx__cpu(be)->mem_in_use); }
+
+static void fbx__cpu_destroy(fbx_backend *be) {
+  if (!be) return;
+  fbx_cpu_ctx *c = fbx__cpu(be);
+  if (c) {
+    fbx_cpu_pool_destroy(c->pool);
+    pthread_mutex_destroy(&c->run_lock);
+    fbx_free_aligned(c->scratch);
+    fbx_free(c);
+  }
+  fbx_free(be);
+}
+
+static const fbx_backend_vtable fbx__cpu_vtable = {
+    .name = "cpu",
+    .host_visible = true,
+    .buffer_alloc = fbx__cpu_buffer_alloc,
+    .buffer_free = fbx__cpu_buffer_free,
+    .copy_from_host = fbx__cpu_copy,
+    .copy_to_host = fbx__cpu_copy,
+    .copy_device = fbx__cpu_copy,
+    .node_prepare = fbx__cpu_node_prepare,
+    .node_release = fbx__cpu_node_release,
+    .run_node = fbx__cpu_run_node,
+    .synchronize = fbx__cpu_synchronize,
+    .memory_in_use = fbx__cpu_memory_in_use,
+    .destroy = fbx__cpu_destroy,
+};
+
+fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out) {
+  *out = NULL;
+  fbx_backend *be = fbx_calloc(1, sizeof(*be));
+  fbx_cpu_ctx *c = fbx_calloc(1, sizeof(*c));
+  if (!be || !c) {
+    fbx_free(be);
+    fbx_free(c);
+    return FBX_ERR_OOM();
+  }
+  pthread_mutex_init(&c->run_lock, NULL);
+  be->vt = &fbx__cpu_vtable;
+  be->ctx = c;
+  fbx_status *st = fbx_cpu_pool_create(opt ? opt->threads : 0, &c->pool);
+  if (st) {
+    fbx__cpu_destroy(be);
+    return st;
+  }
+  c->threads = fbx_cpu_pool_threads(c->pool);
+  /* OpenBLAS keeps one global thread count; set it once to ours. */
+  static _Atomic int blas_threads_set;
+  if (!atomic_exchange(&blas_threads_set, 1)) openblas_set_num_threads(c->threads);
+  *out = be;
+  return NULL;
+}

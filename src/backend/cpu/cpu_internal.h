@@ -1,0 +1,108 @@
+/* Internal interface of the CPU backend: context, thread pool, scratch memory,
+ * the kernel signature and one kernel declaration per IR op (generated from
+ * the op X-macro, so an op without a kernel fails to link/compile). */
+#ifndef FBX_BACKEND_CPU_INTERNAL_H
+#define FBX_BACKEND_CPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../base/alloc.h"
+#include "../../base/status.h"
+#include "../backend.h"
+
+/* ---- thread pool (cpu_pool.c) ----
+ * Persistent workers; the caller participates as worker 0. A parallel-for
+ * splits [0, n) into at most `threads` contiguous chunks. fn must not call
+ * fbx_cpu_pool_for itself (no nesting). */
+typedef void (*fbx_cpu_task_fn)(void *arg, int64_t begin, int64_t end, int worker);
+typedef struct fbx_cpu_pool fbx_cpu_pool;
+
+fbx_status *fbx_cpu_pool_create(int threads, fbx_cpu_pool **out);
+void fbx_cpu_pool_destroy(fbx_cpu_pool *p);
+int fbx_cpu_pool_threads(const fbx_cpu_pool *p);
+/* Runs fn over [0, n) split in chunks of at least `grain` items; name labels
+ * the per-thread trace spans (cat "op.worker"). Single chunk -> inline call. */
+void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn fn, void *arg,
+                      const char *name);
+
+/* ---- backend context ---- */
+typedef struct fbx_cpu_ctx {
+  fbx_cpu_pool *pool;
+  int threads;
+  pthread_mutex_t run_lock;     /* run_node is serialised: one scratch, one pool */
+  void *scratch;                /* 64-byte aligned, grows geometrically */
+  size_t scratch_size;
+  _Atomic size_t mem_in_use;    /* bytes held by buffer_alloc */
+  const char *op_name;          /* name of the op being run (trace spans) */
+} fbx_cpu_ctx;
+
+/* Scratch of at least `bytes` (64-byte aligned), valid until the next call;
+ * never freed by the kernel. NULL on OOM. */
+void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes);
+
+/* Parallel-for with the op name as trace label. */
+static inline void fbx_cpu_par(fbx_cpu_ctx *c, int64_t n, int64_t grain, fbx_cpu_task_fn fn,
+                               void *arg) {
+  fbx_cpu_pool_for(c->pool, n, grain, fn, arg, c->op_name);
+}
+
+/* ---- kernels ---- */
+#define FBX_CPU_KERNEL_ARGS                                                                   \
+  fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in, int n_in,       \
+      fbx_tensor *out, int n_out, fbx_kernel_info *info
+
+typedef fbx_status *(*fbx_cpu_kernel_fn)(FBX_CPU_KERNEL_ARGS);
+
+/* Every elementwise op (EW1/EW2/EW3 classes) runs through the program
+ * interpreter as a one-instruction program (cpu_ew.c). */
+fbx_status *fbx_cpu_ew_run(FBX_CPU_KERNEL_ARGS);
+
+/* One kernel per op: fbx_cpu_k_<OP NAME>. Only the OTHER-class ones are defined. */
+#define X(name, cls, mask) fbx_status *fbx_cpu_k_##name(FBX_CPU_KERNEL_ARGS);
+FBX_IR_OP_LIST(X)
+#undef X
+
+/* node_prepare / node_release hooks per op family (NULL state = nothing). */
+fbx_status *fbx_cpu_matmul_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node,
+                                   const fbx_tensor *const *const_inputs, const fbx_tensor *inputs,
+                                   void **state);
+void fbx_cpu_matmul_release(void *state);
+
+/* ---- GEMV (cpu_gemv.c) ---- */
+#define FBX_CPU_GEMV_PANEL 16
+/* Packed B: panels of 16 columns, K-major: packed[(p*K + k)*16 + j] = B[k, p*16+j]
+ * (zero padded). Caller frees with fbx_free_aligned. */
+fbx_status *fbx_cpu_gemv_pack(const float *b, int64_t K, int64_t N, bool trans_b, float **out);
+/* y(N) = alpha * x(K) @ B, B packed as above. */
+void fbx_cpu_gemv_packed(fbx_cpu_ctx *c, const float *x, const float *packed, float *y, int64_t K,
+                         int64_t N, float alpha);
+/* y(N) = alpha * x(K) @ B with B row-major (K,N) (trans_b = 0) or (N,K) (trans_b = 1). */
+void fbx_cpu_gemv_plain(fbx_cpu_ctx *c, const float *x, const float *b, float *y, int64_t K,
+                        int64_t N, bool trans_b, float alpha);
+
+/* ---- shared helpers (cpu_util.c) ---- */
+int64_t fbx_cpu_numel(const fbx_tensor *t);
+/* Row-major strides of t in elements. */
+void fbx_cpu_strides(const fbx_tensor *t, int64_t *strides);
+/* Read element i of an integer (or float) host tensor as int64. */
+int64_t fbx_cpu_read_i64(const fbx_tensor *t, int64_t i);
+double fbx_cpu_read_f64(const fbx_tensor *t, int64_t i);
+/* Write a double into element i of t, converted to t's dtype. */
+void fbx_cpu_write_f64(fbx_tensor *t, int64_t i, double v);
+/* dst (contiguous, dims[0..rank)) <- src elements at sum(i_d * sstrides[d])
+ * (strides in elements, may be 0 or negative). rank <= 2*FBX_MAX_RANK.
+ * Parallel over the pool for large copies. */
+void fbx_cpu_strided_copy(fbx_cpu_ctx *c, void *dst, const void *src, size_t esz, int rank,
+                          const int64_t *dims, const int64_t *sstrides);
+/* Plain sgemm on row-major data (OpenBLAS). */
+void fbx_cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+static inline bool fbx_cpu_present(const fbx_tensor *in, int n_in, int i) {
+  return i < n_in && in[i].data != NULL && in[i].rank >= 0;
+}
+
+#endif

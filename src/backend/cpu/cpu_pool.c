@@ -1,0 +1,171 @@
+/* Persistent thread pool with a low-latency parallel-for.
+ *
+ * Dispatch: the caller publishes a job and bumps an atomic generation counter.
+ * Workers spin on that counter for ~50 us (decode runs many tiny ops back to
+ * back), then sleep on a condvar. The caller runs chunk 0 itself and spins
+ * until every worker has finished its chunk. */
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../trace/trace.h"
+#include "cpu_internal.h"
+
+#define FBX_CPU_SPIN_NS 50000ull
+
+typedef struct fbx_cpu_worker {
+  fbx_cpu_pool *pool;
+  pthread_t thread;
+  int index;
+} fbx_cpu_worker;
+
+struct fbx_cpu_pool {
+  int threads;                   /* including the caller */
+  fbx_cpu_worker *workers;       /* threads - 1 */
+  int n_started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  _Atomic uint64_t gen;          /* bumped per job */
+  _Atomic int sleepers;
+  _Atomic int done;              /* workers finished with the current job */
+  _Atomic int quit;
+  /* the current job */
+  fbx_cpu_task_fn fn;
+  void *arg;
+  int64_t n, chunk;
+  int n_chunks;
+  const char *name;
+};
+
+static uint64_t fbx__cpu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fbx__cpu_pool_run_chunk(fbx_cpu_pool *p, int w) {
+  if (w >= p->n_chunks) return;
+  int64_t b = (int64_t)w * p->chunk;
+  int64_t e = b + p->chunk;
+  if (e > p->n) e = p->n;
+  if (b >= e) return;
+  if (__builtin_expect(fbx_trace_enabled(), 0)) {
+    uint64_t t0 = fbx_trace_now_ns();
+    p->fn(p->arg, b, e, w);
+    uint64_t t1 = fbx_trace_now_ns();
+    fbx_trace_arg args[3] = {FBX_TARG_I("worker", w), FBX_TARG_I("begin", b), FBX_TARG_I("end", e)};
+    fbx_trace_complete(p->name ? p->name : "op", "op.worker", t0, t1, args, 3);
+  } else {
+    p->fn(p->arg, b, e, w);
+  }
+}
+
+static void *fbx__cpu_worker_main(void *arg) {
+  fbx_cpu_worker *wk = arg;
+  fbx_cpu_pool *p = wk->pool;
+  uint64_t seen = atomic_load(&p->gen);
+  for (;;) {
+    uint64_t g = atomic_load_explicit(&p->gen, memory_order_acquire);
+    if (g == seen) {
+      uint64_t t0 = fbx__cpu_now_ns();
+      int spins = 0;
+      while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
+        _mm_pause();
+        if (++spins == 64) {
+          spins = 0;
+          if (fbx__cpu_now_ns() - t0 > FBX_CPU_SPIN_NS) break;
+        }
+      }
+      if (g == seen) {
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->sleepers, 1);
+        while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->quit))
+          pthread_cond_wait(&p->cv, &p->mu);
+        atomic_fetch_sub(&p->sleepers, 1);
+        pthread_mutex_unlock(&p->mu);
+      }
+    }
+    if (atomic_load(&p->quit)) return NULL;
+    seen = g;
+    fbx__cpu_pool_run_chunk(p, wk->index);
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+  }
+}
+
+fbx_status *fbx_cpu_pool_create(int threads, fbx_cpu_pool **out) {
+  *out = NULL;
+  if (threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (int)n : 1;
+  }
+  if (threads > 256) threads = 256;
+  fbx_cpu_pool *p = fbx_calloc(1, sizeof(*p));
+  if (!p) return FBX_ERR_OOM();
+  p->threads = threads;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  if (threads > 1) {
+    p->workers = fbx_calloc((size_t)threads - 1, sizeof(*p->workers));
+    if (!p->workers) {
+      fbx_cpu_pool_destroy(p);
+      return FBX_ERR_OOM();
+    }
+    for (int i = 0; i < threads - 1; i++) {
+      p->workers[i].pool = p;
+      p->workers[i].index = i + 1;
+      if (pthread_create(&p->workers[i].thread, NULL, fbx__cpu_worker_main, &p->workers[i]) != 0) {
+        fbx_cpu_pool_destroy(p);
+        return FBX_ERR("cpu backend: pthread_create failed for worker %d", i + 1);
+      }
+      p->n_started++;
+    }
+  }
+  *out = p;
+  return NULL;
+}
+
+void fbx_cpu_pool_destroy(fbx_cpu_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->quit, 1);
+  atomic_fetch_add(&p->gen, 1);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->n_started; i++) pthread_join(p->workers[i].thread, NULL);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+  fbx_free(p->workers);
+  fbx_free(p);
+}
+
+int fbx_cpu_pool_threads(const fbx_cpu_pool *p) { return p ? p->threads : 1; }
+
+void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn fn, void *arg,
+                      const char *name) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  int64_t max_chunks = (n + grain - 1) / grain;
+  int nt = p ? p->threads : 1;
+  if (max_chunks < nt) nt = (int)max_chunks;
+  if (nt <= 1) {
+    fn(arg, 0, n, 0);
+    return;
+  }
+  p->fn = fn;
+  p->arg = arg;
+  p->n = n;
+  p->chunk = (n + nt - 1) / nt;
+  p->n_chunks = nt;
+  p->name = name;
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  atomic_fetch_add(&p->gen, 1); /* seq_cst: orders the job before the sleeper check */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  fbx__cpu_pool_run_chunk(p, 0);
+  int want = p->threads - 1;
+  while (atomic_load_explicit(&p->done, memory_order_acquire) < want) _mm_pause();
+}

@@ -1,0 +1,137 @@
+/* GetCapability: describe the graph, ask the registry per node, build convex
+ * groups and hand each to ORT as one fused node. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "../onnx/onnx_cluster.h"
+#include "../onnx/onnx_registry.h"
+#include "ep_graph.h"
+
+#define FBX_REASON_SIZE 192
+#define FBX_MIN_GROUP_NODES 1   /* claim everything claimable */
+
+/* Per unclaimed op type: the fusebox.getcapability "fallback_<Op>" argument,
+ * "<count>x: <reason of the first node> [<up to 3 node names>]". */
+typedef struct fallback {
+  const char *op_type;
+  int first;       /* node index of the first unclaimed node of this op */
+  int count;
+  int names[3];
+} fallback;
+
+static void trace_getcapability(const fbx_onnx_graph *g, const int *cluster_of, const char *reasons,
+                                int claimed, int n_groups) {
+  int n = g->n_nodes;
+  fallback *fb = fbx_calloc((size_t)(n ? n : 1), sizeof *fb);
+  fbx_trace_arg *args = fbx_calloc((size_t)n + 3, sizeof *args);
+  char *text = fbx_malloc((size_t)(n ? n : 1) * 512);
+  if (!fb || !args || !text) goto done;
+  int nfb = 0;
+  for (int i = 0; i < n; i++) {
+    if (cluster_of[i] >= 0) continue;
+    int k = 0;
+    while (k < nfb && strcmp(fb[k].op_type, g->nodes[i].op_type) != 0) k++;
+    if (k == nfb) {
+      fb[nfb].op_type = g->nodes[i].op_type;
+      fb[nfb].first = i;
+      nfb++;
+    }
+    if (fb[k].count < 3) fb[k].names[fb[k].count] = i;
+    fb[k].count++;
+  }
+  int na = 0;
+  args[na++] = FBX_TARG_I("claimed", claimed);
+  args[na++] = FBX_TARG_I("total", n);
+  args[na++] = FBX_TARG_I("fused_subgraphs", n_groups);
+  for (int k = 0; k < nfb; k++) {
+    char *key = text + (size_t)k * 512, *val = key + 128;
+    snprintf(key, 128, "fallback_%s", fb[k].op_type);
+    int len = snprintf(val, 384, "%dx: %s [", fb[k].count, reasons + (size_t)fb[k].first * FBX_REASON_SIZE);
+    int shown = fb[k].count < 3 ? fb[k].count : 3;
+    for (int j = 0; j < shown && len > 0 && len < 380; j++)
+      len += snprintf(val + len, (size_t)(384 - len), "%s%s", j ? ", " : "", g->nodes[fb[k].names[j]].name);
+    if (len > 0 && len < 382) snprintf(val + len, (size_t)(384 - len), "]");
+    args[na++] = FBX_TARG_S(key, val);
+  }
+  fbx_trace_instant("fusebox.getcapability", "ep", args, na);
+done:
+  fbx_free(fb);
+  fbx_free(args);
+  fbx_free(text);
+}
+
+static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSupportInfo *info) {
+  fbx_ep_graph d;
+  FBX_TRY(fbx_ep_graph_build(graph, NULL, &d));
+  const fbx_onnx_graph *g = &d.g;
+  int n = g->n_nodes;
+  fbx_status *st = NULL;
+  bool *claimed = fbx_calloc((size_t)(n ? n : 1), sizeof(bool));
+  int *cluster_of = fbx_malloc((size_t)(n ? n : 1) * sizeof(int));
+  char *reasons = fbx_calloc((size_t)(n ? n : 1), FBX_REASON_SIZE);
+  const OrtNode **group = fbx_malloc((size_t)(n ? n : 1) * sizeof *group);
+  if (!claimed || !cluster_of || !reasons || !group) {
+    st = FBX_ERR_OOM();
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    char *r = reasons + (size_t)i * FBX_REASON_SIZE;
+    claimed[i] = fbx_onnx_node_claimable(g, i, r, FBX_REASON_SIZE);
+    if (!claimed[i] && !r[0]) snprintf(r, FBX_REASON_SIZE, "not supported");
+  }
+  int n_groups = 0;
+  st = fbx_onnx_cluster(g, claimed, FBX_MIN_GROUP_NODES, cluster_of, &n_groups);
+  if (st) goto done;
+  for (int i = 0; i < n; i++) /* claimable but released by clustering */
+    if (claimed[i] && cluster_of[i] < 0)
+      snprintf(reasons + (size_t)i * FBX_REASON_SIZE, FBX_REASON_SIZE, "fused group smaller than %d nodes",
+               FBX_MIN_GROUP_NODES);
+
+  OrtNodeFusionOptions fopt;
+  memset(&fopt, 0, sizeof fopt);
+  fopt.ort_version_supported = ORT_API_VERSION;
+  fopt.drop_constant_initializers = true; /* ep_compile.c copies them */
+  int n_claimed = 0;
+  for (int c = 0; c < n_groups; c++) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+      if (cluster_of[i] == c) group[k++] = d.ort_nodes[i];
+    n_claimed += k;
+    OrtStatus *os = FBX_ORT_EP->EpGraphSupportInfo_AddNodesToFuse(info, group, (size_t)k, &fopt);
+    if (os) {
+      st = fbx_ep_status_from_ort(os, "EpGraphSupportInfo_AddNodesToFuse");
+      goto done;
+    }
+  }
+
+  if (fbx_trace_flags() & FBX_TRACE_F_CLAIM) {
+    for (int i = 0; i < n; i++) {
+      if (cluster_of[i] >= 0)
+        fprintf(stderr, "[fusebox] claim %s (%s): yes: fused subgraph %d\n", g->nodes[i].name,
+                g->nodes[i].op_type, cluster_of[i]);
+      else
+        fprintf(stderr, "[fusebox] claim %s (%s): no: %s\n", g->nodes[i].name, g->nodes[i].op_type,
+                reasons + (size_t)i * FBX_REASON_SIZE);
+    }
+  }
+  fbx_trace_session_claim(ep->trace, n_claimed, n, n_groups);
+  if (ep->trace)
+    for (int i = 0; i < n; i++)
+      if (cluster_of[i] < 0)
+        fbx_trace_session_unclaimed(ep->trace, g->nodes[i].domain, g->nodes[i].op_type, g->nodes[i].name,
+                                    reasons + (size_t)i * FBX_REASON_SIZE);
+  if (fbx_trace_enabled()) trace_getcapability(g, cluster_of, reasons, n_claimed, n_groups);
+done:
+  fbx_free(claimed);
+  fbx_free(cluster_of);
+  fbx_free(reasons);
+  fbx_free(group);
+  fbx_ep_graph_free(&d);
+  return st;
+}
+
+OrtStatus *ORT_API_CALL fbx_ep_get_capability(OrtEp *this_ptr, const OrtGraph *graph,
+                                              OrtEpGraphSupportInfo *info) {
+  return fbx_ep_status_to_ort(capability((fbx_ep *)this_ptr, graph, info));
+}

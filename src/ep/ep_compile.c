@@ -1,0 +1,108 @@
+/* Compile: per fused OrtGraph, describe it (initializers included: ORT drops
+ * them from the fused node's inputs, so they are copied here, once),
+ * translate to an IR graph and compile it. */
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "../onnx/onnx_registry.h"
+#include "ep_graph.h"
+
+void fbx_ep_kernel_destroy(fbx_ep_kernel *k) {
+  if (!k) return;
+  fbx_ir_compiled_destroy(k->compiled);
+  pthread_mutex_destroy(&k->mu);
+  fbx_free(k->inputs);
+  fbx_free(k->name);
+  fbx_free(k);
+}
+
+static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode *fused, fbx_ep_kernel **out) {
+  *out = NULL;
+  fbx_ep_graph d;
+  FBX_TRY(fbx_ep_graph_build(graph, fused, &d));
+  fbx_status *st = NULL;
+  fbx_ir_graph *ir = NULL;
+  const char *fname = NULL;
+  OrtStatus *os = FBX_ORT->Node_GetName(fused, &fname);
+  if (os) {
+    st = fbx_ep_status_from_ort(os, "Node_GetName");
+    goto fail;
+  }
+  fbx_ep_kernel *k = fbx_calloc(1, sizeof *k);
+  if (!k) {
+    st = FBX_ERR_OOM();
+    goto fail;
+  }
+  pthread_mutex_init(&k->mu, NULL);
+  k->ep = ep;
+  k->name = fbx_strdup(fname && fname[0] ? fname : "fusebox_subgraph");
+  k->n_nodes = d.g.n_nodes;
+  k->n_inputs = d.g.n_inputs;
+  k->n_outputs = d.g.n_outputs;
+  k->inputs = fbx_calloc((size_t)(k->n_inputs ? k->n_inputs : 1), sizeof *k->inputs);
+  if (!k->name || !k->inputs) {
+    st = FBX_ERR_OOM();
+    goto fail_k;
+  }
+
+  uint64_t t0 = fbx_trace_now_ns();
+  st = fbx_onnx_translate(&d.g, &ir);
+  uint64_t t1 = fbx_trace_now_ns();
+  fbx_trace_session_phase(ep->trace, "translate", t1 - t0);
+  if (fbx_trace_enabled()) {
+    fbx_trace_arg a[] = {FBX_TARG_S("subgraph", k->name), FBX_TARG_I("nodes", k->n_nodes)};
+    fbx_trace_complete("fusebox.translate", "ep.phase", t0, t1, a, 2);
+  }
+  if (st) goto fail_k;
+  fbx_trace_session_copy_wrap(ep->trace, d.n_init, d.init_bytes);
+
+  fbx_ir_compile_options copt = {.compile = ep->opt.compile, .cache_limit = ep->opt.cache_limit};
+  st = fbx_ir_compiled_create(ir, ep->backend, &copt, k->name, &k->compiled); /* takes ir */
+  ir = NULL;
+  uint64_t t2 = fbx_trace_now_ns();
+  fbx_trace_session_phase(ep->trace, "compile", t2 - t1);
+  if (fbx_trace_enabled()) {
+    fbx_trace_arg a[] = {FBX_TARG_S("subgraph", k->name)};
+    fbx_trace_complete("fusebox.compile", "ep.phase", t1, t2, a, 1);
+  }
+  if (st) goto fail_k;
+
+  k->base.ort_version_supported = ORT_API_VERSION;
+  k->base.CreateState = fbx_ep_kernel_create_state;
+  k->base.Compute = fbx_ep_kernel_compute;
+  k->base.ReleaseState = fbx_ep_kernel_release_state;
+  fbx_ep_graph_free(&d);
+  ep->n_compiled++;
+  *out = k;
+  return NULL;
+fail_k:
+  fbx_ep_kernel_destroy(k);
+fail:
+  fbx_ir_graph_destroy(ir);
+  fbx_ep_graph_free(&d);
+  return st;
+}
+
+OrtStatus *ORT_API_CALL fbx_ep_compile(OrtEp *this_ptr, const OrtGraph **graphs, const OrtNode **fused_nodes,
+                                       size_t count, OrtNodeComputeInfo **node_compute_infos,
+                                       OrtNode **ep_context_nodes) {
+  fbx_ep *ep = (fbx_ep *)this_ptr;
+  for (size_t i = 0; i < count; i++) node_compute_infos[i] = NULL;
+  for (size_t i = 0; i < count; i++) {
+    fbx_ep_kernel *k = NULL;
+    fbx_status *st = compile_one(ep, graphs[i], fused_nodes[i], &k);
+    if (st) {
+      for (size_t j = 0; j < i; j++) {
+        fbx_ep_kernel_destroy((fbx_ep_kernel *)node_compute_infos[j]);
+        node_compute_infos[j] = NULL;
+      }
+      return fbx_ep_status_to_ort(st);
+    }
+    node_compute_infos[i] = &k->base;
+  }
+  return NULL; /* no EPContext nodes: ep_context_nodes stays as ORT set it */
+}
+
+void ORT_API_CALL fbx_ep_release_node_compute_infos(OrtEp *this_ptr, OrtNodeComputeInfo **infos, size_t n) {
+  for (size_t i = 0; i < n; i++) fbx_ep_kernel_destroy((fbx_ep_kernel *)infos[i]);
+}

@@ -1,0 +1,103 @@
+/* Compute: wrap ORT's input buffers (no copy), run the compiled subgraph,
+ * let it write straight into ORT's output buffers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ep_internal.h"
+
+OrtStatus *ORT_API_CALL fbx_ep_kernel_create_state(OrtNodeComputeInfo *this_ptr, OrtNodeComputeContext *ctx,
+                                                   void **state) {
+  *state = this_ptr; /* all state lives in the kernel; Compute serialises on its mutex */
+  return NULL;
+}
+
+void ORT_API_CALL fbx_ep_kernel_release_state(OrtNodeComputeInfo *this_ptr, void *state) {}
+
+/* Input i as a host tensor pointing at ORT's buffer. Absent optional: rank -1, data NULL. */
+static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, fbx_tensor *t) {
+  memset(t, 0, sizeof *t);
+  const OrtValue *v = NULL;
+  FBX_ORT_TRY(FBX_ORT->KernelContext_GetInput(kctx, i, &v));
+  if (!v) {
+    t->rank = -1;
+    return NULL;
+  }
+  OrtTensorTypeAndShapeInfo *info = NULL;
+  FBX_ORT_TRY(FBX_ORT->GetTensorTypeAndShape(v, &info));
+  ONNXTensorElementDataType et = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  size_t rank = 0;
+  OrtStatus *os = FBX_ORT->GetTensorElementType(info, &et);
+  if (!os) os = FBX_ORT->GetDimensionsCount(info, &rank);
+  if (!os && rank <= FBX_MAX_RANK) os = FBX_ORT->GetDimensions(info, t->dims, rank);
+  FBX_ORT->ReleaseTensorTypeAndShapeInfo(info);
+  if (os) return fbx_ep_status_from_ort(os, "reading an input's shape");
+  if (rank > FBX_MAX_RANK) return FBX_ERR_ARG("input %zu has rank %zu (max %d)", i, rank, FBX_MAX_RANK);
+  if (!fbx_dtype_is_valid((int)et)) return FBX_ERR_ARG("input %zu has unsupported element type %d", i, (int)et);
+  t->dtype = (fbx_dtype)et;
+  t->rank = (int)rank;
+  const void *p = NULL;
+  FBX_ORT_TRY(FBX_ORT->GetTensorData(v, &p));
+  t->data = (void *)p; /* read only: the executor never writes graph inputs */
+  return NULL;
+}
+
+static fbx_status *bind_output(void *ctx, int index, const fbx_tensor *shape, void **data) {
+  OrtKernelContext *kctx = ctx;
+  OrtValue *ov = NULL;
+  FBX_ORT_TRY(FBX_ORT->KernelContext_GetOutput(kctx, (size_t)index, shape->dims, (size_t)shape->rank, &ov));
+  if (!ov) return FBX_ERR("output %d: ORT returned no buffer", index);
+  FBX_ORT_TRY(FBX_ORT->GetTensorMutableData(ov, data));
+  return NULL;
+}
+
+static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0, uint64_t t1) {
+  fbx_trace_session *s = k->ep->trace;
+  const char *path = fbx_ir_path_name(r->path);
+  const char *cache = r->cache == FBX_IR_CACHE_NONE ? "" : fbx_ir_cache_event_name(r->cache);
+  fbx_trace_session_compute(s, path, cache);
+  if (r->wrap_count) fbx_trace_session_wrap(s, r->wrap_count, r->wrap_bytes);
+  if (r->copyout_count) fbx_trace_session_copy_out(s, false, r->copyout_bytes);
+  fbx_trace_session_phase(s, "eval", r->eval_ns);
+  fbx_trace_session_phase(s, "copy", r->copy_ns);
+  if (r->compile_ns) fbx_trace_session_phase(s, "compile", r->compile_ns);
+  if (!fbx_trace_enabled()) return;
+  char name[64];
+  snprintf(name, sizeof name, "fusebox.compute[%s]", path);
+  fbx_trace_arg ia[] = {FBX_TARG_S("path", path), FBX_TARG_S("cache", cache),
+                        FBX_TARG_S("shape_key", r->shape_key)};
+  fbx_trace_instant(name, "ep", ia, 3);
+  fbx_trace_arg sa[] = {FBX_TARG_I("nodes", k->n_nodes), FBX_TARG_S("path", path), FBX_TARG_S("cache", cache),
+                        FBX_TARG_S("subgraph", k->name)};
+  fbx_trace_complete("fusebox.subgraph", "ep", t0, t1, sa, 4);
+}
+
+static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
+  size_t nin = 0;
+  FBX_ORT_TRY(FBX_ORT->KernelContext_GetInputCount(kctx, &nin));
+  if (nin != (size_t)k->n_inputs)
+    return FBX_ERR("%s: ORT passed %zu inputs, compiled for %d", k->name, nin, k->n_inputs);
+  fbx_trace_session_bind(k->ep->trace);
+  bool traced = fbx_trace_enabled();
+  uint64_t t0 = traced ? fbx_trace_now_ns() : 0;
+  fbx_ir_run_report r;
+  pthread_mutex_lock(&k->mu);
+  fbx_status *st = NULL;
+  for (size_t i = 0; i < nin && !st; i++) st = wrap_input(kctx, i, &k->inputs[i]);
+  if (!st) st = fbx_ir_compiled_run(k->compiled, k->inputs, k->n_inputs, bind_output, kctx, &r);
+  pthread_mutex_unlock(&k->mu);
+  uint64_t t1 = traced ? fbx_trace_now_ns() : 0;
+  if (!st) trace_run(k, &r, t0, t1);
+  fbx_trace_session_bind(NULL);
+  return st;
+}
+
+OrtStatus *ORT_API_CALL fbx_ep_kernel_compute(OrtNodeComputeInfo *this_ptr, void *state, OrtKernelContext *kctx) {
+  fbx_ep_kernel *k = (fbx_ep_kernel *)this_ptr;
+  fbx_status *st = compute(k, kctx);
+  if (st) {
+    fbx_status *wrapped = fbx_status_new(fbx_status_code_of(st), "Fusebox: %s: %s", k->name, fbx_status_message(st));
+    fbx_status_free(st);
+    return fbx_ep_status_to_ort(wrapped);
+  }
+  return NULL;
+}

@@ -1,0 +1,34 @@
+/* EP options: the keys a host passes to SessionOptionsAppendExecutionProvider_V2.
+ * Pure string parsing, no ORT types, so tests/ep/test_options.c can check it
+ * without a runtime. ORT stores the keys as session config entries
+ * "ep.fuseboxexecutionprovider.<key>"; ep_ep.c strips that prefix and calls
+ * fbx_ep_options_set() per key. */
+#ifndef FBX_EP_OPTIONS_H
+#define FBX_EP_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "../base/status.h"
+
+typedef enum fbx_ep_device { FBX_EP_DEVICE_CPU, FBX_EP_DEVICE_CUDA } fbx_ep_device;
+
+typedef struct fbx_ep_options {
+  fbx_ep_device device;   /* "cpu" (default) | "cuda" */
+  int device_id;          /* >= 0, default 0 */
+  int threads;            /* >= 0, 0 = all online cores (default) */
+  bool compile;           /* "on" (default) | "off": off = always eager */
+  int cache_limit;        /* >= 1, default 16: plans cached per fused subgraph */
+} fbx_ep_options;
+
+/* The session config prefix ORT gives our keys: "ep." + lower-case EP name + ".". */
+#define FBX_EP_NAME "FuseboxExecutionProvider"
+#define FBX_EP_OPTION_PREFIX "ep.fuseboxexecutionprovider."
+
+void fbx_ep_options_default(fbx_ep_options *o);
+/* Set one key. Unknown key or bad value -> FBX_STATUS_INVALID_ARG naming the
+ * key and the accepted keys/values. */
+fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *value);
+/* Checks that need the whole set and this build (e.g. no CUDA backend yet). */
+fbx_status *fbx_ep_options_validate(const fbx_ep_options *o);
+
+#endif

@@ -1,0 +1,273 @@
+/* The compiled subgraph: path classification, the shape-keyed LRU plan
+ * cache, eager fallback, input validation and run serialisation. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "../trace/trace.h"
+#include "ir_plan.h"
+
+#define FBX__IR_SEEN_MAX 128 /* remembered keys per path (for RETRACE) */
+
+struct fbx_ir_compiled {
+  fbx_ir_graph *g;
+  fbx_backend *be;
+  fbx_ir_compile_options opt;
+  char *name;
+  void **const_buf;            /* per value id: backend copy of an original constant (non-host-visible) */
+  pthread_mutex_t mu;
+  bool decoder;
+  fbx__ir_plan **plans; int n_plans;
+  uint64_t tick;
+  char *seen[FBX_IR_PATH_COUNT][FBX__IR_SEEN_MAX];
+  int n_seen[FBX_IR_PATH_COUNT], seen_next[FBX_IR_PATH_COUNT];
+};
+
+/* ---- path classification ---- */
+
+/* The distinct non-empty symbolic names outside dim 0 (up to cap). */
+static int fbx__ir_decoder_syms(const fbx_ir_graph *g, const char **syms, int cap) {
+  int n = 0;
+  for (int i = 0; i < g->n_inputs; i++) {
+    const fbx_ir_value *v = &g->values[g->inputs[i]];
+    for (int d = 1; d < v->rank; d++) {
+      const char *s = v->dim_sym[d];
+      if (v->dims[d] >= 0 || !s || !s[0]) continue;
+      bool dup = false;
+      for (int k = 0; k < n && !dup; k++) dup = strcmp(syms[k], s) == 0;
+      if (!dup && n < cap) syms[n++] = s;
+    }
+  }
+  return n;
+}
+
+bool fbx_ir_graph_is_decoder(const fbx_ir_graph *g) {
+  const char *syms[64];
+  return g && fbx__ir_decoder_syms(g, syms, 64) >= 2;
+}
+
+fbx_ir_path fbx_ir_path_classify(const fbx_ir_graph *g, bool compile, const fbx_tensor *inputs, int n_inputs) {
+  if (!compile || !g) return FBX_IR_PATH_EAGER;
+  if (!fbx_ir_graph_is_decoder(g)) return FBX_IR_PATH_GENERAL;
+  for (int i = 0; i < g->n_inputs && i < n_inputs; i++) {
+    const fbx_ir_value *v = &g->values[g->inputs[i]];
+    for (int d = 1; d < v->rank && d < inputs[i].rank; d++)
+      if (v->dims[d] < 0 && v->dim_sym[d] && v->dim_sym[d][0] && inputs[i].dims[d] == 1) return FBX_IR_PATH_DECODE;
+  }
+  return FBX_IR_PATH_PREFILL;
+}
+
+/* "1x3x224x224|5" ; on decode every graph-symbolic dim != 1 becomes '*'. */
+static void fbx__ir_shape_key(const fbx_ir_graph *g, const fbx_tensor *inputs, int n_inputs, bool shapeless,
+                              char *key, size_t cap) {
+  size_t k = 0;
+  key[0] = 0;
+  for (int i = 0; i < n_inputs && k + 1 < cap; i++) {
+    const fbx_ir_value *v = &g->values[g->inputs[i]];
+    if (i) key[k++] = '|', key[k] = 0;
+    if (inputs[i].rank == 0 && k + 1 < cap) key[k++] = 's', key[k] = 0;
+    for (int d = 0; d < inputs[i].rank && k + 1 < cap; d++) {
+      int w;
+      if (shapeless && v->dims[d] < 0 && inputs[i].dims[d] != 1) w = snprintf(key + k, cap - k, d ? "x*" : "*");
+      else w = snprintf(key + k, cap - k, d ? "x%lld" : "%lld", (long long)inputs[i].dims[d]);
+      if (w < 0) break;
+      k += (size_t)w;
+      if (k >= cap) k = cap - 1;
+    }
+  }
+}
+
+/* ---- create / destroy ---- */
+
+fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_ir_compile_options *opt,
+                                   const char *name, fbx_ir_compiled **out) {
+  if (out) *out = NULL;
+  if (!g || !be || !be->vt || !out) {
+    fbx_ir_graph_destroy(g);
+    return FBX_ERR_ARG("fbx_ir_compiled_create: graph, backend and out are required");
+  }
+  fbx_ir_compiled *c = fbx_calloc(1, sizeof(*c));
+  if (!c) {
+    fbx_ir_graph_destroy(g);
+    return FBX_ERR_OOM();
+  }
+  c->g = g;
+  c->be = be;
+  c->opt.compile = opt ? opt->compile : true;
+  c->opt.cache_limit = opt && opt->cache_limit >= 1 ? opt->cache_limit : 8;
+  c->name = fbx_strdup(name ? name : "subgraph");
+  c->const_buf = fbx_calloc((size_t)g->n_values + 1, sizeof(void *));
+  c->plans = fbx_calloc((size_t)c->opt.cache_limit, sizeof(fbx__ir_plan *));
+  if (!c->name || !c->const_buf || !c->plans || pthread_mutex_init(&c->mu, NULL)) {
+    fbx_free(c->name);
+    fbx_free(c->const_buf);
+    fbx_free(c->plans);
+    fbx_free(c);
+    fbx_ir_graph_destroy(g);
+    return FBX_ERR_OOM();
+  }
+  c->decoder = fbx_ir_graph_is_decoder(g);
+  /* copy-wrap: constants move into engine memory once (host-visible engines read the graph's copy) */
+  if (!be->vt->host_visible) {
+    for (int v = 0; v < g->n_values; v++) {
+      fbx_ir_value *val = &g->values[v];
+      if (val->kind != FBX_IR_VALUE_CONST) continue;
+      fbx_status *st = be->vt->buffer_alloc(be, val->nbytes ? val->nbytes : 64, &c->const_buf[v]);
+      if (!st && val->nbytes) st = be->vt->copy_from_host(be, c->const_buf[v], val->data, val->nbytes);
+      if (st) {
+        fbx_ir_compiled_destroy(c);
+        return st;
+      }
+    }
+  }
+  *out = c;
+  return NULL;
+}
+
+void fbx_ir_compiled_destroy(fbx_ir_compiled *c) {
+  if (!c) return;
+  for (int i = 0; i < c->n_plans; i++) fbx__ir_plan_destroy(c->plans[i]);
+  for (int v = 0; v < c->g->n_values; v++)
+    if (c->const_buf[v]) c->be->vt->buffer_free(c->be, c->const_buf[v]);
+  for (int p = 0; p < FBX_IR_PATH_COUNT; p++)
+    for (int i = 0; i < c->n_seen[p]; i++) fbx_free(c->seen[p][i]);
+  pthread_mutex_destroy(&c->mu);
+  fbx_free(c->plans);
+  fbx_free(c->const_buf);
+  fbx_free(c->name);
+  fbx_ir_graph_destroy(c->g);
+  fbx_free(c);
+}
+
+const fbx_ir_graph *fbx_ir_compiled_graph(const fbx_ir_compiled *c) { return c ? c->g : NULL; }
+
+/* ---- cache ---- */
+
+static bool fbx__ir_seen_has(fbx_ir_compiled *c, fbx_ir_path path, const char *key) {
+  for (int i = 0; i < c->n_seen[path]; i++)
+    if (strcmp(c->seen[path][i], key) == 0) return true;
+  return false;
+}
+
+static void fbx__ir_seen_add(fbx_ir_compiled *c, fbx_ir_path path, const char *key) {
+  if (fbx__ir_seen_has(c, path, key)) return;
+  char *k = fbx_strdup(key);
+  if (!k) return; /* only affects RETRACE reporting */
+  if (c->n_seen[path] < FBX__IR_SEEN_MAX) {
+    c->seen[path][c->n_seen[path]++] = k;
+  } else {
+    int i = c->seen_next[path];
+    fbx_free(c->seen[path][i]);
+    c->seen[path][i] = k;
+    c->seen_next[path] = (i + 1) % FBX__IR_SEEN_MAX;
+  }
+}
+
+static fbx__ir_plan *fbx__ir_cache_find(fbx_ir_compiled *c, fbx_ir_path path, const char *key) {
+  for (int i = 0; i < c->n_plans; i++)
+    if (c->plans[i]->path == path && strcmp(c->plans[i]->key, key) == 0) return c->plans[i];
+  return NULL;
+}
+
+static void fbx__ir_cache_insert(fbx_ir_compiled *c, fbx__ir_plan *p) {
+  if (c->n_plans == c->opt.cache_limit) { /* evict the least recently used */
+    int lru = 0;
+    for (int i = 1; i < c->n_plans; i++)
+      if (c->plans[i]->last_used < c->plans[lru]->last_used) lru = i;
+    fbx__ir_plan_destroy(c->plans[lru]);
+    c->plans[lru] = c->plans[--c->n_plans];
+  }
+  c->plans[c->n_plans++] = p;
+}
+
+/* ---- run ---- */
+
+static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs) {
+  const fbx_ir_graph *g = c->g;
+  if (n_inputs != g->n_inputs)
+    return FBX_ERR_ARG("%s: %d inputs given, the subgraph has %d", c->name, n_inputs, g->n_inputs);
+  if (n_inputs && !inputs) return FBX_ERR_ARG("%s: inputs is NULL", c->name);
+  for (int i = 0; i < n_inputs; i++) {
+    const fbx_ir_value *v = &g->values[g->inputs[i]];
+    const fbx_tensor *t = &inputs[i];
+    const char *nm = v->name ? v->name : "";
+    if (t->dtype != v->dtype)
+      return FBX_ERR_ARG("%s: input %d '%s' has dtype %s, expected %s", c->name, i, nm, fbx_dtype_name(t->dtype),
+                         fbx_dtype_name(v->dtype));
+    if (t->rank != v->rank)
+      return FBX_ERR_ARG("%s: input %d '%s' has rank %d, expected %d", c->name, i, nm, t->rank, v->rank);
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++) {
+      if (t->dims[d] < 0) return FBX_ERR_ARG("%s: input %d '%s' has negative dim %d", c->name, i, nm, d);
+      if (v->dims[d] >= 0 && t->dims[d] != v->dims[d])
+        return FBX_ERR_ARG("%s: input %d '%s' dim %d is %lld, expected %lld", c->name, i, nm, d,
+                           (long long)t->dims[d], (long long)v->dims[d]);
+      n *= t->dims[d];
+    }
+    if (n > 0 && !t->data) return FBX_ERR_ARG("%s: input %d '%s' has no data", c->name, i, nm);
+  }
+  return NULL;
+}
+
+static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                     fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  fbx__ir_plan_opts o = {0};
+  fbx__ir_plan *p;
+  FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, &o, inputs, n_inputs, &p));
+  fbx_status *st = fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, report);
+  fbx__ir_plan_destroy(p);
+  return st;
+}
+
+static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                      fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *r) {
+  fbx_ir_path path = fbx_ir_path_classify(c->g, c->opt.compile, inputs, n_inputs);
+  r->path = path;
+  if (path == FBX_IR_PATH_EAGER) {
+    r->cache = FBX_IR_CACHE_NONE;
+    fbx__ir_shape_key(c->g, inputs, n_inputs, false, r->shape_key, sizeof r->shape_key);
+    return fbx__ir_run_eager(c, inputs, n_inputs, output_fn, output_ctx, r);
+  }
+  bool decode = path == FBX_IR_PATH_DECODE;
+  fbx__ir_shape_key(c->g, inputs, n_inputs, decode, r->shape_key, sizeof r->shape_key);
+  fbx__ir_plan *p = fbx__ir_cache_find(c, path, r->shape_key);
+  if (p) {
+    r->cache = fbx__ir_seen_has(c, path, r->shape_key) ? FBX_IR_CACHE_HIT : FBX_IR_CACHE_RETRACE;
+  } else {
+    /* a rebuild of a key compiled before (evicted) is a RETRACE */
+    r->cache = fbx__ir_seen_has(c, path, r->shape_key) ? FBX_IR_CACHE_RETRACE : FBX_IR_CACHE_MISS;
+    uint64_t t0 = fbx_trace_now_ns();
+    fbx__ir_plan_opts o = {.fold = c->be->vt->host_visible, .fold_shapes = !decode, .fuse = true,
+                           .prepare = true, .reuse_slots = true};
+    fbx_status *st = fbx__ir_plan_build(c->g, c->be, c->const_buf, &o, inputs, n_inputs, &p);
+    r->compile_ns = fbx_trace_now_ns() - t0;
+    if (st) {
+      r->fell_back = true;
+      snprintf(r->fallback_reason, sizeof r->fallback_reason, "%s", fbx_status_message(st));
+      fbx_status_free(st);
+      r->path = FBX_IR_PATH_EAGER;
+      r->cache = FBX_IR_CACHE_NONE;
+      return fbx__ir_run_eager(c, inputs, n_inputs, output_fn, output_ctx, r);
+    }
+    p->path = path;
+    snprintf(p->key, sizeof p->key, "%s", r->shape_key);
+    fbx__ir_cache_insert(c, p);
+  }
+  fbx__ir_seen_add(c, path, r->shape_key);
+  p->last_used = ++c->tick;
+  return fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, r);
+}
+
+fbx_status *fbx_ir_compiled_run(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  if (!c) return FBX_ERR_ARG("fbx_ir_compiled_run: compiled subgraph is NULL");
+  if (!output_fn) return FBX_ERR_ARG("%s: output_fn is required", c->name);
+  FBX_TRY(fbx__ir_validate_inputs(c, inputs, n_inputs));
+  fbx_ir_run_report local;
+  fbx_ir_run_report *r = report ? report : &local;
+  memset(r, 0, sizeof *r);
+  pthread_mutex_lock(&c->mu);
+  fbx_status *st = fbx__ir_run_locked(c, inputs, n_inputs, output_fn, output_ctx, r);
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}

@@ -1,0 +1,225 @@
+/* The executor: runs a plan's steps on the backend. Per step: gather input
+ * tensors, infer output shapes, bind outputs (slot memory, or the caller's
+ * output buffer for graph outputs: zero-copy), run the kernel. Graph outputs
+ * that are inputs/constants/duplicates are copied at the end. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "../trace/trace.h"
+#include "ir_plan.h"
+
+static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+  return (size_t)n * fbx_dtype_size(t->dtype);
+}
+
+/* Grow a backend buffer geometrically (x1.5, 64-byte rounded); contents are dead. */
+static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, size_t need) {
+  if (*ptr && *cap >= need) return NULL;
+  size_t nc = *cap + *cap / 2;
+  if (nc < need) nc = need;
+  if (nc < 64) nc = 64;
+  nc = (nc + 63) & ~(size_t)63;
+  if (*ptr) be->vt->buffer_free(be, *ptr);
+  *ptr = NULL;
+  *cap = 0;
+  FBX_TRY(be->vt->buffer_alloc(be, nc, ptr));
+  *cap = nc;
+  return NULL;
+}
+
+static void fbx__ir_shape_str(const fbx_tensor *t, char *buf, size_t cap) {
+  size_t k = 0;
+  buf[0] = 0;
+  if (t->rank <= 0) {
+    snprintf(buf, cap, t->rank == 0 ? "scalar" : "none");
+    return;
+  }
+  for (int i = 0; i < t->rank && k + 1 < cap; i++) {
+    int w = snprintf(buf + k, cap - k, i ? "x%lld" : "%lld", (long long)t->dims[i]);
+    if (w < 0) break;
+    k += (size_t)w;
+  }
+}
+
+static void fbx__ir_shapes_str(const fbx_tensor *t, int n, char *buf, size_t cap) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && k + 2 < cap; i++) {
+    if (i) buf[k++] = ',', buf[k] = 0;
+    fbx__ir_shape_str(&t[i], buf + k, cap - k);
+    k += strlen(buf + k);
+  }
+}
+
+static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in,
+                               const fbx_tensor *out, int n_out, const fbx_kernel_info *info, uint64_t t0,
+                               uint64_t t1) {
+  const fbx_ir_node *n = &p->g->nodes[nid];
+  char ins[256], outs[256];
+  fbx__ir_shapes_str(in, n_in, ins, sizeof ins);
+  fbx__ir_shapes_str(out, n_out, outs, sizeof outs);
+  int64_t elems = 1;
+  for (int i = 0; i < out[0].rank; i++) elems *= out[0].dims[i];
+  size_t bytes = 0;
+  for (int i = 0; i < n_in; i++)
+    if (in[i].rank >= 0) bytes += fbx__ir_tensor_bytes(&in[i]);
+  for (int i = 0; i < n_out; i++) bytes += fbx__ir_tensor_bytes(&out[i]);
+  const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op;
+  fbx_trace_arg args[] = {
+      FBX_TARG_I("node_id", nid),
+      FBX_TARG_S("node", n->name ? n->name : ""),
+      FBX_TARG_S("device", p->be->vt->name ? p->be->vt->name : "cpu"),
+      FBX_TARG_S("input_shapes", ins),
+      FBX_TARG_S("output_shapes", outs),
+      FBX_TARG_S("dtype", fbx_dtype_name(out[0].dtype)),
+      FBX_TARG_I("elements", elems),
+      FBX_TARG_I("bytes", bytes),
+      FBX_TARG_D("flops", info->flops),
+      FBX_TARG_S("kernel_variant", info->variant ? info->variant : ""),
+      FBX_TARG_S("kernel_variant_reason", info->reason ? info->reason : ""),
+  };
+  fbx_trace_complete(op, "op", t0, t1, args, (int)(sizeof args / sizeof args[0]));
+  fbx_trace_session_op(fbx_trace_session_current(), op, t1 - t0, false);
+  if (n->op == FBX_IR_OP_FUSED_EW && p->fast_names[nid]) {
+    char name[512];
+    snprintf(name, sizeof name, "%s [fast]", p->fast_names[nid]);
+    fbx_trace_arg fa[] = {FBX_TARG_S("kernel", "ew_fused"), FBX_TARG_I("node_id", nid)};
+    fbx_trace_complete(name, "op.fast", t0, t1, fa, 2);
+  }
+}
+
+/* Host copy of a shape-data input produced on a non-host-visible backend. */
+static fbx_status *fbx__ir_host_view(fbx_backend *be, fbx_tensor *t, void **tmp) {
+  size_t b = fbx__ir_tensor_bytes(t);
+  *tmp = fbx_malloc(b ? b : 1);
+  if (!*tmp) return FBX_ERR_OOM();
+  if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
+  FBX_TRY(be->vt->copy_to_host(be, *tmp, t->data, b));
+  t->data = *tmp;
+  return NULL;
+}
+
+static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn output_fn, void *output_ctx,
+                                    bool tracing) {
+  fbx_ir_graph *g = p->g;
+  fbx_backend *be = p->be;
+  const fbx_ir_node *n = &g->nodes[nid];
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+  void *tmp[FBX_IR_MAX_INPUTS];
+  int n_tmp = 0;
+  unsigned data_mask = fbx_ir_op_shape_data_inputs(n->op);
+  fbx_status *st = NULL;
+  for (int i = 0; i < n->n_inputs; i++) {
+    int v = n->inputs[i];
+    if (v == FBX_IR_NONE) {
+      memset(&in[i], 0, sizeof in[i]);
+      in[i].rank = -1;
+      continue;
+    }
+    in[i] = p->rt[v];
+    if (!be->vt->host_visible && ((data_mask >> i) & 1u) && g->values[v].kind == FBX_IR_VALUE_NODE) {
+      if ((st = fbx__ir_host_view(be, &in[i], &tmp[n_tmp++]))) goto done;
+    }
+  }
+  memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
+  if ((st = fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs))) goto done;
+  if (!be->vt->host_visible) /* kernels read device memory, not our host views */
+    for (int i = 0; i < n->n_inputs; i++)
+      if (n->inputs[i] != FBX_IR_NONE) in[i].data = p->rt[n->inputs[i]].data;
+  for (int o = 0; o < n->n_outputs; o++) {
+    int v = n->outputs[o];
+    size_t need = fbx__ir_tensor_bytes(&out[o]);
+    if (p->direct_out[v]) {
+      void *d = NULL;
+      if ((st = output_fn(output_ctx, p->out_pos[v], &out[o], &d))) goto done;
+      if (!d && need) {
+        st = FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
+        goto done;
+      }
+      out[o].data = d;
+    } else {
+      int s = p->slot_of[v];
+      if ((st = fbx__ir_buf_ensure(be, &p->slot_ptr[s], &p->slot_cap[s], need))) goto done;
+      out[o].data = p->slot_ptr[s];
+    }
+    p->rt[v] = out[o];
+  }
+  fbx_kernel_info info = {0};
+  if (tracing) {
+    uint64_t t0 = fbx_trace_now_ns();
+    st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);
+    uint64_t t1 = fbx_trace_now_ns();
+    if (!st) fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &info, t0, t1);
+  } else {
+    st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
+  }
+done:
+  for (int i = 0; i < n_tmp; i++) fbx_free(tmp[i]);
+  return st;
+}
+
+/* Copy one graph output that was not written in place. */
+static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
+                                    fbx_ir_run_report *report) {
+  fbx_ir_graph *g = p->g;
+  fbx_backend *be = p->be;
+  int v = g->outputs[pos];
+  const fbx_tensor *t = &p->rt[v];
+  void *d = NULL;
+  FBX_TRY(output_fn(output_ctx, pos, t, &d));
+  size_t b = fbx__ir_tensor_bytes(t);
+  if (!b) return NULL;
+  if (!d) return FBX_ERR("output %d: output_fn returned no buffer", pos);
+  bool src_is_host = g->values[v].kind == FBX_IR_VALUE_INPUT || be->vt->host_visible ||
+                     (p->direct_out[v] && p->out_pos[v] != pos);
+  if (src_is_host) memcpy(d, t->data, b);
+  else FBX_TRY(be->vt->copy_to_host(be, d, t->data, b));
+  if (report) {
+    report->copyout_count++;
+    report->copyout_bytes += (int64_t)b;
+  }
+  return NULL;
+}
+
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  fbx_ir_graph *g = p->g;
+  fbx_backend *be = p->be;
+  bool tracing = fbx_trace_enabled();
+  for (int i = 0; i < g->n_inputs && i < n_inputs; i++) {
+    int v = g->inputs[i];
+    p->rt[v] = inputs[i];
+    size_t b = fbx__ir_tensor_bytes(&inputs[i]);
+    if (be->vt->host_visible) {
+      if (report) {
+        report->wrap_count++;
+        report->wrap_bytes += (int64_t)b;
+      }
+    } else {
+      FBX_TRY(fbx__ir_buf_ensure(be, &p->in_buf[i], &p->in_cap[i], b));
+      if (b) FBX_TRY(be->vt->copy_from_host(be, p->in_buf[i], inputs[i].data, b));
+      p->rt[v].data = p->in_buf[i];
+    }
+  }
+  uint64_t t0 = report ? fbx_trace_now_ns() : 0;
+  for (int s = 0; s < p->n_steps; s++) FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing));
+  if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
+  uint64_t t1 = report ? fbx_trace_now_ns() : 0;
+  for (int pos = 0; pos < g->n_outputs; pos++) {
+    int v = g->outputs[pos];
+    if (p->direct_out[v] && p->out_pos[v] == pos) continue;
+    if (!be->vt->host_visible && g->values[v].kind == FBX_IR_VALUE_INPUT) {
+      p->rt[v].data = inputs[g->values[v].input_index].data; /* copy from the caller's host buffer */
+    }
+    FBX_TRY(fbx__ir_copy_out(p, pos, output_fn, output_ctx, report));
+  }
+  if (report) {
+    uint64_t t2 = fbx_trace_now_ns();
+    report->eval_ns += t1 - t0;
+    report->copy_ns += t2 - t1;
+  }
+  return NULL;
+}

@@ -1,0 +1,247 @@
+/* Plan building: clone the graph, run the passes (fold, fuse), prepare
+ * nodes with constant inputs, and assign buffer slots by liveness. */
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "../base/arena.h"
+#include "ir_plan.h"
+
+/* Shallow clone: arrays copied into a new arena, constant data, names and
+ * node input/output arrays borrowed from src (which outlives the plan). */
+static fbx_status *fbx__ir_graph_clone(const fbx_ir_graph *src, fbx_ir_graph **out) {
+  fbx_ir_graph *g;
+  FBX_TRY(fbx_ir_graph_create(&g));
+  g->values = fbx_ir_graph_alloc(g, sizeof(fbx_ir_value) * (size_t)(src->n_values + 1));
+  g->nodes = fbx_ir_graph_alloc(g, sizeof(fbx_ir_node) * (size_t)(src->n_nodes + 1));
+  g->inputs = fbx_ir_graph_alloc(g, sizeof(int) * (size_t)(src->n_inputs + 1));
+  g->outputs = fbx_ir_graph_alloc(g, sizeof(int) * (size_t)(src->n_outputs + 1));
+  if (!g->values || !g->nodes || !g->inputs || !g->outputs) {
+    fbx_ir_graph_destroy(g);
+    return FBX_ERR_OOM();
+  }
+  if (src->n_values) memcpy(g->values, src->values, sizeof(fbx_ir_value) * (size_t)src->n_values);
+  if (src->n_nodes) memcpy(g->nodes, src->nodes, sizeof(fbx_ir_node) * (size_t)src->n_nodes);
+  if (src->n_inputs) memcpy(g->inputs, src->inputs, sizeof(int) * (size_t)src->n_inputs);
+  if (src->n_outputs) memcpy(g->outputs, src->outputs, sizeof(int) * (size_t)src->n_outputs);
+  g->n_values = g->cap_values = src->n_values;
+  g->n_nodes = g->cap_nodes = src->n_nodes;
+  g->n_inputs = g->cap_inputs = src->n_inputs;
+  g->n_outputs = g->cap_outputs = src->n_outputs;
+  *out = g;
+  return NULL;
+}
+
+void fbx__ir_plan_destroy(fbx__ir_plan *p) {
+  if (!p) return;
+  fbx_backend *be = p->be;
+  if (p->states && p->prepared)
+    for (int i = 0; i < p->n_steps; i++) {
+      int nid = p->steps[i];
+      if (p->prepared[nid] && be->vt->node_release) be->vt->node_release(be, &p->g->nodes[nid], p->states[nid]);
+    }
+  for (int s = 0; s < p->n_slots; s++)
+    if (p->slot_ptr[s]) be->vt->buffer_free(be, p->slot_ptr[s]);
+  if (p->owned_const)
+    for (int v = 0; v < p->g->n_values; v++)
+      if (p->owned_const[v]) be->vt->buffer_free(be, p->owned_const[v]);
+  if (p->in_buf)
+    for (int i = 0; i < p->g->n_inputs; i++)
+      if (p->in_buf[i]) be->vt->buffer_free(be, p->in_buf[i]);
+  fbx_free(p->steps);
+  fbx_free(p->states);
+  fbx_free(p->prepared);
+  fbx_free(p->fast_names);
+  fbx_free(p->slot_of);
+  fbx_free(p->direct_out);
+  fbx_free(p->out_pos);
+  fbx_free(p->slot_ptr);
+  fbx_free(p->slot_cap);
+  fbx_free(p->owned_const);
+  fbx_free(p->rt);
+  fbx_free(p->in_buf);
+  fbx_free(p->in_cap);
+  if (p->owns_graph) fbx_ir_graph_destroy(p->g);
+  fbx_free(p);
+}
+
+/* Constants: point run-time tensors at backend memory. Original constants use
+ * the compiled object's copies; folded ones get a plan-owned copy when the
+ * backend is not host-visible (host-visible: the plan arena data is used). */
+static fbx_status *fbx__ir_plan_consts(fbx__ir_plan *p, const fbx_ir_graph *orig, void *const *const_bufs) {
+  fbx_ir_graph *g = p->g;
+  fbx_backend *be = p->be;
+  for (int v = 0; v < g->n_values; v++) {
+    fbx_ir_value *val = &g->values[v];
+    if (val->kind != FBX_IR_VALUE_CONST) continue;
+    fbx_tensor *t = &p->rt[v];
+    t->dtype = val->dtype;
+    t->rank = val->rank;
+    memcpy(t->dims, val->dims, sizeof t->dims);
+    bool original = v < orig->n_values && orig->values[v].kind == FBX_IR_VALUE_CONST;
+    if (original && const_bufs && const_bufs[v]) {
+      t->data = const_bufs[v];
+    } else if (be->vt->host_visible) {
+      t->data = val->data;
+    } else {
+      FBX_TRY(be->vt->buffer_alloc(be, val->nbytes ? val->nbytes : 64, &p->owned_const[v]));
+      if (val->nbytes) FBX_TRY(be->vt->copy_from_host(be, p->owned_const[v], val->data, val->nbytes));
+      t->data = p->owned_const[v];
+    }
+  }
+  return NULL;
+}
+
+static fbx_status *fbx__ir_plan_prepare(fbx__ir_plan *p) {
+  fbx_backend *be = p->be;
+  fbx_ir_graph *g = p->g;
+  if (!be->vt->node_prepare) return NULL;
+  for (int s = 0; s < p->n_steps; s++) {
+    int nid = p->steps[s];
+    const fbx_ir_node *n = &g->nodes[nid];
+    const fbx_tensor *cins[FBX_IR_MAX_INPUTS];
+    fbx_tensor ins[FBX_IR_MAX_INPUTS];
+    bool any = false;
+    for (int i = 0; i < n->n_inputs; i++) {
+      int v = n->inputs[i];
+      cins[i] = NULL;
+      memset(&ins[i], 0, sizeof ins[i]);
+      ins[i].rank = -1;
+      if (v == FBX_IR_NONE) continue;
+      const fbx_ir_value *val = &g->values[v];
+      ins[i].dtype = val->dtype;
+      ins[i].rank = val->rank;
+      memcpy(ins[i].dims, val->dims, sizeof ins[i].dims);
+      if (val->kind == FBX_IR_VALUE_CONST) {
+        ins[i].data = p->rt[v].data;
+        cins[i] = &ins[i];
+        any = true;
+      }
+    }
+    if (!any) continue;
+    /* const_inputs carry host data (the graph's copy), inputs carry backend memory */
+    fbx_tensor host[FBX_IR_MAX_INPUTS];
+    const fbx_tensor *hp[FBX_IR_MAX_INPUTS];
+    for (int i = 0; i < n->n_inputs; i++) {
+      hp[i] = NULL;
+      if (!cins[i]) continue;
+      host[i] = ins[i];
+      host[i].data = g->values[n->inputs[i]].data;
+      hp[i] = &host[i];
+    }
+    FBX_TRY(be->vt->node_prepare(be, n, hp, ins, &p->states[nid]));
+    p->prepared[nid] = true;
+  }
+  return NULL;
+}
+
+/* Liveness-based slot assignment. A value gets a slot unless it is written
+ * straight into an output buffer. Slots are freed after a value's last use
+ * (never for values copied out at the end); an output never shares a slot
+ * with an input of the same step. */
+static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
+  fbx_ir_graph *g = p->g;
+  int nv = g->n_values;
+  int *last = fbx_malloc(sizeof(int) * (size_t)(nv + 1));
+  int *free_list = fbx_malloc(sizeof(int) * (size_t)(nv + 1));
+  p->slot_ptr = fbx_calloc((size_t)nv + 1, sizeof(void *));
+  p->slot_cap = fbx_calloc((size_t)nv + 1, sizeof(size_t));
+  if (!last || !free_list || !p->slot_ptr || !p->slot_cap) {
+    fbx_free(last);
+    fbx_free(free_list);
+    return FBX_ERR_OOM();
+  }
+  for (int v = 0; v < nv; v++) last[v] = -1;
+  for (int s = 0; s < p->n_steps; s++) {
+    const fbx_ir_node *n = &g->nodes[p->steps[s]];
+    for (int i = 0; i < n->n_inputs; i++)
+      if (n->inputs[i] != FBX_IR_NONE) last[n->inputs[i]] = s;
+  }
+  for (int i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = p->n_steps; /* live to the end */
+  int n_free = 0;
+  for (int s = 0; s < p->n_steps; s++) {
+    const fbx_ir_node *n = &g->nodes[p->steps[s]];
+    for (int o = 0; o < n->n_outputs; o++) {
+      int v = n->outputs[o];
+      if (p->direct_out[v]) continue;
+      p->slot_of[v] = reuse && n_free ? free_list[--n_free] : p->n_slots++;
+    }
+    if (!reuse) continue;
+    for (int i = 0; i < n->n_inputs; i++) {
+      int v = n->inputs[i];
+      if (v == FBX_IR_NONE || last[v] != s || p->slot_of[v] < 0) continue;
+      bool dup = false;
+      for (int j = 0; j < i && !dup; j++) dup = n->inputs[j] == v;
+      if (!dup) free_list[n_free++] = p->slot_of[v];
+    }
+    for (int o = 0; o < n->n_outputs; o++) {
+      int v = n->outputs[o];
+      if (p->slot_of[v] >= 0 && last[v] < s + 1 && last[v] != p->n_steps) free_list[n_free++] = p->slot_of[v];
+    }
+  }
+  fbx_free(last);
+  fbx_free(free_list);
+  return NULL;
+}
+
+fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const *const_bufs,
+                               const fbx__ir_plan_opts *o, const fbx_tensor *inputs, int n_inputs,
+                               fbx__ir_plan **out) {
+  *out = NULL;
+  fbx__ir_plan *p = fbx_calloc(1, sizeof(*p));
+  if (!p) return FBX_ERR_OOM();
+  p->be = be;
+  fbx_status *st = NULL;
+  bool transform = o->fold || o->fuse;
+  if (transform) {
+    st = fbx__ir_graph_clone(orig, &p->g);
+    if (st) {
+      fbx_free(p);
+      return st;
+    }
+    p->owns_graph = true;
+  } else {
+    p->g = orig;
+  }
+  fbx_ir_graph *g = p->g;
+  size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+  bool *dead = fbx_calloc(nn, sizeof(bool));
+  p->steps = fbx_calloc(nn, sizeof(int));
+  p->states = fbx_calloc(nn, sizeof(void *));
+  p->prepared = fbx_calloc(nn, sizeof(bool));
+  p->fast_names = fbx_calloc(nn, sizeof(char *));
+  p->slot_of = fbx_malloc(nv * sizeof(int));
+  p->direct_out = fbx_calloc(nv, sizeof(bool));
+  p->out_pos = fbx_malloc(nv * sizeof(int));
+  p->owned_const = fbx_calloc(nv, sizeof(void *));
+  p->rt = fbx_calloc(nv, sizeof(fbx_tensor));
+  p->in_buf = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
+  p->in_cap = fbx_calloc((size_t)g->n_inputs + 1, sizeof(size_t));
+  if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->slot_of || !p->direct_out ||
+      !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
+    st = FBX_ERR_OOM();
+    goto fail;
+  }
+  for (size_t v = 0; v < nv; v++) p->slot_of[v] = p->out_pos[v] = -1;
+
+  if (o->fold && (st = fbx__ir_fold(g, be, dead, o->fold_shapes, inputs, n_inputs))) goto fail;
+  if (o->fuse && (st = fbx__ir_fuse(g, dead, p->fast_names))) goto fail;
+  for (int nid = 0; nid < g->n_nodes; nid++)
+    if (!dead[nid]) p->steps[p->n_steps++] = nid;
+
+  for (int i = 0; i < g->n_outputs; i++) {
+    int v = g->outputs[i];
+    if (p->out_pos[v] >= 0) continue;
+    p->out_pos[v] = i;
+    p->direct_out[v] = be->vt->host_visible && g->values[v].kind == FBX_IR_VALUE_NODE;
+  }
+  if ((st = fbx__ir_plan_consts(p, orig, const_bufs))) goto fail;
+  if (o->prepare && (st = fbx__ir_plan_prepare(p))) goto fail;
+  if ((st = fbx__ir_plan_slots(p, o->reuse_slots))) goto fail;
+  fbx_free(dead);
+  *out = p;
+  return NULL;
+fail:
+  fbx_free(dead);
+  fbx__ir_plan_destroy(p);
+  return st;
+}

@@ -1,0 +1,57 @@
+/* Internal: a plan (the graph after passes, for one cache key) and the
+ * executor that runs it. Shared by ir_plan.c, ir_exec.c, ir_compiled.c.
+ * Not part of the public IR API. */
+#ifndef FBX_IR_PLAN_H
+#define FBX_IR_PLAN_H
+
+#include <pthread.h>
+
+#include "ir_compiled.h"
+
+typedef struct fbx__ir_plan_opts {
+  bool fold;          /* constant folding (needs a host-visible backend) */
+  bool fold_shapes;   /* also fold SHAPE of graph inputs (shape-keyed paths) */
+  bool fuse;          /* elementwise fusion */
+  bool prepare;       /* backend node_prepare for nodes with constant inputs */
+  bool reuse_slots;   /* liveness-based slot sharing (false: one slot per value) */
+} fbx__ir_plan_opts;
+
+typedef struct fbx__ir_plan {
+  fbx_ir_graph *g;        /* plan graph: a shallow clone after passes, or the borrowed original */
+  bool owns_graph;
+  fbx_backend *be;
+  int *steps; int n_steps;             /* live node ids, topological */
+  void **states;                       /* per node id: node_prepare state or NULL */
+  bool *prepared;                      /* per node id: node_prepare was called */
+  const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW, else NULL */
+  int *slot_of;                        /* per value id: slot or -1 */
+  bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
+  int *out_pos;                        /* per value id: first graph-output position or -1 */
+  int n_slots; void **slot_ptr; size_t *slot_cap;  /* backend buffers, grown x1.5 (64-byte rounded) */
+  void **owned_const;                  /* per value id: backend copy owned by this plan (or NULL) */
+  fbx_tensor *rt;                      /* per value id: run-time tensor (shape + data) */
+  void **in_buf; size_t *in_cap;       /* per graph input: device copy when !host_visible */
+  /* cache bookkeeping (ir_compiled.c) */
+  fbx_ir_path path;
+  char key[256];
+  uint64_t last_used;
+} fbx__ir_plan;
+
+/* Build a plan for graph g. inputs (the run's inputs) give concrete shapes
+ * for fold_shapes. const_bufs[v] (may be NULL) is the compiled object's
+ * backend copy of original constant v. On failure *out is NULL. */
+fbx_status *fbx__ir_plan_build(fbx_ir_graph *g, fbx_backend *be, void *const *const_bufs,
+                               const fbx__ir_plan_opts *o, const fbx_tensor *inputs, int n_inputs,
+                               fbx__ir_plan **out);
+void fbx__ir_plan_destroy(fbx__ir_plan *p);
+
+/* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report);
+
+/* Passes over a plan graph (a clone the plan owns). dead[n] marks removed nodes. */
+fbx_status *fbx__ir_fold(fbx_ir_graph *g, fbx_backend *be, bool *dead, bool fold_shapes,
+                         const fbx_tensor *inputs, int n_inputs);
+fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
+
+#endif

@@ -1,0 +1,166 @@
+/* Shape inference, part 3: convolution, pooling, resize, top-k, and the
+ * conv/pool geometry helper the kernels share (auto_pad resolved from the
+ * concrete input shape). */
+#include <math.h>
+#include <string.h>
+
+#include "ir_shape_util.h"
+
+static int64_t fbx__ir_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+static int64_t fbx__ir_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
+                                 int64_t kernel[3], int64_t pads[6], int64_t out_spatial[3]) {
+  const typeof(node->params.conv) *cp = &node->params.conv;
+  int nd = x->rank - 2;
+  if (nd < 1 || nd > 3) return FBX__IR_FAIL(node, "input rank %d: need 1..3 spatial dims", x->rank);
+  if (cp->nd && cp->nd != nd) return FBX__IR_FAIL(node, "params say %d spatial dims, input has %d", cp->nd, nd);
+  bool transpose = node->op == FBX_IR_OP_CONV_TRANSPOSE;
+  bool pool = !(node->op == FBX_IR_OP_CONV || transpose);
+  for (int i = 0; i < nd; i++) {
+    int64_t k = cp->kernel[i];
+    if (k <= 0 && w) k = w->rank == x->rank ? w->dims[2 + i] : 0;
+    if (k <= 0) return FBX__IR_FAIL(node, "kernel size of dim %d unknown", i);
+    kernel[i] = k;
+    int64_t in = x->dims[2 + i];
+    int64_t s = cp->strides[i] > 0 ? cp->strides[i] : 1, d = cp->dilations[i] > 0 ? cp->dilations[i] : 1;
+    int64_t ek = d * (k - 1) + 1; /* effective kernel extent */
+    int64_t pb = cp->pads[i], pe = cp->pads[nd + i], out;
+    if (transpose) {
+      int64_t adj = cp->output_padding[i];
+      int64_t full = (in - 1) * s + adj + ek;
+      bool same = cp->auto_pad == FBX_IR_PAD_SAME_UPPER || cp->auto_pad == FBX_IR_PAD_SAME_LOWER;
+      if (cp->output_shape[i] > 0 || same) {
+        out = cp->output_shape[i] > 0 ? cp->output_shape[i] : in * s;
+        int64_t total = full - out > 0 ? full - out : 0;
+        if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER) { pb = total - total / 2; pe = total / 2; }
+        else { pb = total / 2; pe = total - total / 2; }
+      } else {
+        if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
+        out = full - pb - pe;
+      }
+    } else if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER || cp->auto_pad == FBX_IR_PAD_SAME_LOWER) {
+      out = fbx__ir_ceil_div(in, s);
+      int64_t total = (out - 1) * s + ek - in;
+      if (total < 0) total = 0;
+      if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER) { pb = total / 2; pe = total - pb; }
+      else { pe = total / 2; pb = total - pe; }
+    } else {
+      if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
+      int64_t num = in + pb + pe - ek;
+      if (num < 0) return FBX__IR_FAIL(node, "kernel extent %lld exceeds padded input %lld in dim %d",
+                                       (long long)ek, (long long)(in + pb + pe), i);
+      if (pool && cp->ceil_mode) {
+        out = fbx__ir_ceil_div(num, s) + 1;
+        if ((out - 1) * s >= in + pb) out--; /* last window must start inside the input or left pad */
+      } else {
+        out = fbx__ir_floor_div(num, s) + 1;
+      }
+    }
+    if (out < 0) return FBX__IR_FAIL(node, "negative output size in dim %d", i);
+    pads[i] = pb;
+    pads[nd + i] = pe;
+    out_spatial[i] = out;
+  }
+  return NULL;
+}
+
+static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
+  const fbx_tensor *x = &in[0];
+  const fbx_tensor *w = NULL;
+  int64_t k[3], pads[6], os[3];
+  int64_t group = node->params.conv.group > 0 ? node->params.conv.group : 1;
+  int64_t ch;
+  if (node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE) {
+    FBX__IR_NEED_IN(node, n_in, 2);
+    w = &in[1];
+    if (w->rank != x->rank) return FBX__IR_FAIL(node, "weight rank %d != input rank %d", w->rank, x->rank);
+    if (node->op == FBX_IR_OP_CONV) {
+      if (x->dims[1] != w->dims[1] * group)
+        return FBX__IR_FAIL(node, "input channels %lld != %lld x group %lld", (long long)x->dims[1],
+                            (long long)w->dims[1], (long long)group);
+      ch = w->dims[0];
+    } else {
+      if (x->dims[1] != w->dims[0]) return FBX__IR_FAIL(node, "input channels %lld != weight dim0 %lld",
+                                                        (long long)x->dims[1], (long long)w->dims[0]);
+      ch = w->dims[1] * group;
+    }
+    if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != ch)
+      return FBX__IR_FAIL(node, "bias has %lld elements, expected %lld", (long long)fbx__ir_numel(&in[2]), (long long)ch);
+  } else {
+    if (x->rank < 3) return FBX__IR_FAIL(node, "input rank %d < 3", x->rank);
+    ch = x->dims[1];
+  }
+  FBX_TRY(fbx_ir_conv_geometry(node, x, w, k, pads, os));
+  out->rank = x->rank;
+  out->dims[0] = x->dims[0];
+  out->dims[1] = ch;
+  for (int i = 0; i < x->rank - 2; i++) out->dims[2 + i] = os[i];
+  out->dtype = x->dtype;
+  return NULL;
+}
+
+static fbx_status *fbx__ir_resize(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
+  const fbx_tensor *x = &in[0];
+  *out = *x;
+  out->data = NULL;
+  if (fbx__ir_present(in, n_in, 3) && fbx__ir_numel(&in[3]) > 0) {
+    FBX_TRY(fbx__ir_need_data(node, in, n_in, 3));
+    if (fbx__ir_numel(&in[3]) != x->rank) return FBX__IR_FAIL(node, "sizes length != rank %d", x->rank);
+    for (int i = 0; i < x->rank; i++) out->dims[i] = fbx__ir_read_i64(&in[3], i);
+    return NULL;
+  }
+  if (!(fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) > 0)) return FBX__IR_FAIL(node, "neither scales nor sizes");
+  FBX_TRY(fbx__ir_need_data(node, in, n_in, 2));
+  if (fbx__ir_numel(&in[2]) != x->rank) return FBX__IR_FAIL(node, "scales length != rank %d", x->rank);
+  bool crop = node->params.resize.coord == FBX_IR_COORD_TF_CROP_AND_RESIZE && fbx__ir_present(in, n_in, 1) &&
+              fbx__ir_numel(&in[1]) == 2 * x->rank;
+  if (crop) FBX_TRY(fbx__ir_need_data(node, in, n_in, 1));
+  for (int i = 0; i < x->rank; i++) {
+    double s = fbx__ir_read_f64(&in[2], i);
+    if (!(s > 0)) return FBX__IR_FAIL(node, "scale %d is not positive", i);
+    double ext = crop ? fbx__ir_read_f64(&in[1], x->rank + i) - fbx__ir_read_f64(&in[1], i) : 1.0;
+    /* float arithmetic, as ONNX Runtime computes it */
+    out->dims[i] = (int64_t)((float)x->dims[i] * (float)ext * (float)s);
+  }
+  return NULL;
+}
+
+static fbx_status *fbx__ir_topk(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
+  FBX__IR_NEED_IN(node, n_in, 2);
+  FBX_TRY(fbx__ir_need_data(node, in, n_in, 1));
+  const fbx_tensor *x = &in[0];
+  int axis = node->params.topk.axis;
+  if (axis < 0 || axis >= x->rank) return FBX__IR_FAIL(node, "axis %d outside rank %d", axis, x->rank);
+  if (fbx__ir_numel(&in[1]) != 1) return FBX__IR_FAIL(node, "k must have one element");
+  int64_t k = fbx__ir_read_i64(&in[1], 0);
+  if (k < 0 || k > x->dims[axis]) return FBX__IR_FAIL(node, "k=%lld outside 0..%lld", (long long)k, (long long)x->dims[axis]);
+  out[0] = *x;
+  out[0].data = NULL;
+  out[0].dims[axis] = k;
+  out[1] = out[0];
+  out[1].dtype = FBX_DTYPE_I64;
+  return NULL;
+}
+
+fbx_status *fbx__ir_infer_nn(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
+  FBX__IR_NEED_IN(node, n_in, 1);
+  if (in[0].rank < 0) return FBX__IR_FAIL(node, "input 0 missing");
+  switch (node->op) {
+    case FBX_IR_OP_CONV:
+    case FBX_IR_OP_CONV_TRANSPOSE:
+    case FBX_IR_OP_MAXPOOL:
+    case FBX_IR_OP_AVGPOOL:
+    case FBX_IR_OP_LPPOOL: return fbx__ir_conv(node, in, n_in, out);
+    case FBX_IR_OP_GLOBAL_AVGPOOL:
+    case FBX_IR_OP_GLOBAL_MAXPOOL:
+      if (in[0].rank < 3) return FBX__IR_FAIL(node, "input rank %d < 3", in[0].rank);
+      *out = in[0];
+      out->data = NULL;
+      for (int i = 2; i < out->rank; i++) out->dims[i] = 1;
+      return NULL;
+    case FBX_IR_OP_RESIZE: return fbx__ir_resize(node, in, n_in, out);
+    case FBX_IR_OP_TOPK: return fbx__ir_topk(node, in, n_in, out);
+    default: return FBX__IR_FAIL(node, "no shape inference for this op");
+  }
+}

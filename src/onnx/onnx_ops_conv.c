@@ -1,0 +1,133 @@
+/* Conv, ConvTranspose, MaxPool/AveragePool/LpPool, GlobalAverage/MaxPool. */
+#include <string.h>
+
+#include "onnx_ops.h"
+
+/* Reads an INTS attribute of exactly n entries into out (default dflt when absent). */
+static bool fbx__onnx_ints_n(const fbx_onnx_node *node, const char *name, int n, int64_t dflt, int64_t *out,
+                             bool *present) {
+  const fbx_onnx_attr *a = fbx_onnx_attr_find(node, name);
+  if (present) *present = a != NULL;
+  if (!a) {
+    for (int i = 0; i < n; i++) out[i] = dflt;
+    return true;
+  }
+  if (a->type != FBX_ONNX_ATTR_INTS || a->n_ints != n) return false;
+  for (int i = 0; i < n; i++) out[i] = a->ints[i];
+  return true;
+}
+
+/* Fills p.conv from the attributes; reason on failure. W (may be NULL for pools) gives the kernel when
+ * kernel_shape is absent. */
+static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *w, fbx_ir_params *p) {
+  const fbx_onnx_node *n = c->n;
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
+  fbx_ir_op op = (fbx_ir_op)c->e->aux;
+  memset(p, 0, sizeof *p);
+  int nd = x->rank - 2;
+  if (nd < 1 || nd > 3) return fbx__onnx_fail(c, "input rank %d not supported (3..5)", x->rank);
+  p->conv.nd = nd;
+  bool has_k;
+  if (!fbx__onnx_ints_n(n, "kernel_shape", nd, 0, p->conv.kernel, &has_k)) return fbx__onnx_fail(c, "bad kernel_shape");
+  if (w) {
+    for (int i = 0; i < nd; i++) {
+      int64_t wd = w->dims[2 + i];
+      if (!has_k) {
+        if (wd < 0) return fbx__onnx_fail(c, "kernel shape unknown (no kernel_shape, dynamic W)");
+        p->conv.kernel[i] = wd;
+      } else if (wd >= 0 && wd != p->conv.kernel[i]) {
+        return fbx__onnx_fail(c, "kernel_shape differs from W");
+      }
+    }
+  } else if (!has_k) {
+    return fbx__onnx_fail(c, "kernel_shape missing");
+  }
+  if (!fbx__onnx_ints_n(n, "strides", nd, 1, p->conv.strides, NULL)) return fbx__onnx_fail(c, "bad strides");
+  if (!fbx__onnx_ints_n(n, "dilations", nd, 1, p->conv.dilations, NULL)) return fbx__onnx_fail(c, "bad dilations");
+  if (!fbx__onnx_ints_n(n, "pads", 2 * nd, 0, p->conv.pads, NULL)) return fbx__onnx_fail(c, "bad pads");
+  if (!fbx__onnx_ints_n(n, "output_padding", nd, 0, p->conv.output_padding, NULL))
+    return fbx__onnx_fail(c, "bad output_padding");
+  if (!fbx__onnx_ints_n(n, "output_shape", nd, 0, p->conv.output_shape, NULL))
+    return fbx__onnx_fail(c, "output_shape must list the %d spatial dims", nd);
+  for (int i = 0; i < nd; i++) {
+    if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
+      return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
+    if (p->conv.pads[i] < 0 || p->conv.pads[nd + i] < 0 || p->conv.output_padding[i] < 0 || p->conv.output_shape[i] < 0)
+      return fbx__onnx_fail(c, "negative pads/output_padding not supported");
+  }
+  p->conv.group = fbx_onnx_attr_int(n, "group", 1);
+  if (p->conv.group < 1) return fbx__onnx_fail(c, "group must be >= 1");
+  const char *ap = fbx_onnx_attr_string(n, "auto_pad", "NOTSET");
+  if (strcmp(ap, "NOTSET") == 0) p->conv.auto_pad = FBX_IR_PAD_NOTSET;
+  else if (strcmp(ap, "VALID") == 0) p->conv.auto_pad = FBX_IR_PAD_VALID;
+  else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
+  else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
+  else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
+  p->conv.ceil_mode = fbx_onnx_attr_int(n, "ceil_mode", 0) != 0;
+  p->conv.count_include_pad = fbx_onnx_attr_int(n, "count_include_pad", 0) != 0;
+  p->conv.p = fbx_onnx_attr_int(n, "p", 2);
+  if (op == FBX_IR_OP_LPPOOL && p->conv.p < 1) return fbx__onnx_fail(c, "p must be >= 1");
+  return true;
+}
+
+/* ======================= Conv / ConvTranspose ======================= */
+
+bool fbx__onnx_claim_conv(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *w = fbx__onnx_cin(c, 1), *b = fbx__onnx_cin(c, 2);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (!w || w->dtype != x->dtype || w->rank != x->rank) return fbx__onnx_fail(c, "W missing or dtype/rank differs from X");
+  if (b && (b->dtype != x->dtype || b->rank != 1)) return fbx__onnx_fail(c, "B must be 1-D of the input dtype");
+  fbx_ir_params p;
+  if (!fbx__onnx_conv_params(c, w, &p)) return false;
+  if (c->e->aux == FBX_IR_OP_CONV) {
+    if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * p.conv.group)
+      return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
+                            (long long)w->dims[1], (long long)p.conv.group);
+  } else if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0]) {
+    return fbx__onnx_fail(c, "channels %lld != W dim 0 %lld", (long long)x->dims[1], (long long)w->dims[0]);
+  }
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_conv(fbx_onnx_tctx *t) {
+  fbx_onnx_cctx c = {t->g, t->n, t->e, NULL, 0};
+  fbx_ir_params p;
+  if (!fbx__onnx_conv_params(&c, fbx__onnx_tin_value(t, 1), &p)) return FBX_ERR_NOTIMPL("%s: bad attributes", t->n->op_type);
+  int ins[3];
+  for (int i = 0; i < 3; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+  return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, ins, ins[2] == FBX_IR_NONE ? 2 : 3, &p);
+}
+
+/* ======================= pools ======================= */
+
+bool fbx__onnx_claim_pool(const fbx_onnx_cctx *c) {
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX__DT(F32), "input")) return false;
+  if (!fbx__onnx_no_out(c, 1, "Indices")) return false;
+  fbx_ir_params p;
+  return fbx__onnx_conv_params(c, NULL, &p);
+}
+
+fbx_status *fbx__onnx_tr_pool(fbx_onnx_tctx *t) {
+  fbx_onnx_cctx c = {t->g, t->n, t->e, NULL, 0};
+  fbx_ir_params p;
+  if (!fbx__onnx_conv_params(&c, NULL, &p)) return FBX_ERR_NOTIMPL("%s: bad attributes", t->n->op_type);
+  int x;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, &x, 1, &p);
+}
+
+bool fbx__onnx_claim_gpool(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (x->rank < 3) return fbx__onnx_fail(c, "input rank %d < 3", x->rank);
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_gpool(fbx_onnx_tctx *t) {
+  fbx_ir_params p;
+  memset(&p, 0, sizeof p);
+  p.conv.nd = fbx__onnx_tin_value(t, 0)->rank - 2;
+  int x;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, &x, 1, &p);
+}

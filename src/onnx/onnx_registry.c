@@ -1,0 +1,274 @@
+/* The ONE op registry: (op type, domain, opset range) -> claim check +
+ * translator. Columns: op, domain, min opset, max opset, family, aux, attrs.
+ * aux is family-specific (usually the IR op); attrs lists every attribute the
+ * family understands: any other attribute declines the node, which is how
+ * newer opsets that add attributes are kept out safely. */
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_ops.h"
+#include "onnx_registry.h"
+
+#define M FBX_ONNX_OPSET_MAX
+#define OP(x) FBX_IR_OP_##x
+
+#define FBX_ONNX_REGISTRY(X)                                                                    \
+  /* ---- elementwise unary ---- */                                                             \
+  X("Identity", 1, M, identity, OP(IDENTITY), "")                                               \
+  X("Neg", 6, M, unary, OP(NEG), "")                                                            \
+  X("Abs", 6, M, unary, OP(ABS), "")                                                            \
+  X("Sign", 9, M, unary, OP(SIGN), "")                                                          \
+  X("Sqrt", 6, M, unary, OP(SQRT), "")                                                          \
+  X("Exp", 6, M, unary, OP(EXP), "")                                                            \
+  X("Log", 6, M, unary, OP(LOG), "")                                                            \
+  X("Reciprocal", 6, M, unary, OP(RECIPROCAL), "")                                              \
+  X("Erf", 9, M, unary, OP(ERF), "")                                                            \
+  X("Tanh", 6, M, unary, OP(TANH), "")                                                          \
+  X("Sigmoid", 6, M, unary, OP(SIGMOID), "")                                                    \
+  X("Relu", 6, M, unary, OP(RELU), "")                                                          \
+  X("LeakyRelu", 6, M, unary, OP(LEAKY_RELU), "alpha")                                          \
+  X("HardSigmoid", 6, M, unary, OP(HARD_SIGMOID), "alpha,beta")                                 \
+  X("HardSwish", 14, M, unary, OP(HARD_SWISH), "")                                              \
+  X("Not", 1, M, unary, OP(NOT), "")                                                            \
+  X("BitwiseNot", 18, M, unary, OP(BITWISE_NOT), "")                                            \
+  X("Floor", 6, M, unary, OP(FLOOR), "")                                                        \
+  X("Ceil", 6, M, unary, OP(CEIL), "")                                                          \
+  X("Round", 11, M, unary, OP(ROUND), "")                                                       \
+  X("Sin", 7, M, unary, OP(SIN), "")                                                            \
+  X("Cos", 7, M, unary, OP(COS), "")                                                            \
+  X("Tan", 7, M, unary, OP(TAN), "")                                                            \
+  X("Asin", 7, M, unary, OP(ASIN), "")                                                          \
+  X("Acos", 7, M, unary, OP(ACOS), "")                                                          \
+  X("Atan", 7, M, unary, OP(ATAN), "")                                                          \
+  X("Sinh", 9, M, unary, OP(SINH), "")                                                          \
+  X("Cosh", 9, M, unary, OP(COSH), "")                                                          \
+  X("Asinh", 9, M, unary, OP(ASINH), "")                                                        \
+  X("Acosh", 9, M, unary, OP(ACOSH), "")                                                        \
+  X("Atanh", 9, M, unary, OP(ATANH), "")                                                        \
+  X("Softplus", 1, M, unary, OP(SOFTPLUS), "")                                                  \
+  X("Softsign", 1, M, unary, OP(SOFTSIGN), "")                                                  \
+  X("Elu", 6, M, unary, OP(ELU), "alpha")                                                       \
+  X("Selu", 6, M, unary, OP(SELU), "alpha,gamma")                                               \
+  X("Celu", 12, M, unary, OP(CELU), "alpha")                                                    \
+  X("Mish", 18, M, unary, OP(MISH), "")                                                         \
+  X("ThresholdedRelu", 10, M, unary, OP(THRESHOLDED_RELU), "alpha")                             \
+  X("Gelu", 20, M, unary, OP(GELU), "approximate")                                              \
+  X("IsNaN", 9, M, unary, OP(ISNAN), "")                                                        \
+  X("IsInf", 10, M, unary, OP(ISINF), "detect_negative,detect_positive")                        \
+  X("Cast", 6, M, cast, OP(CAST), "to,saturate")                                                \
+  X("CastLike", 15, M, cast, OP(CAST), "saturate")                                              \
+  X("Dropout", 7, M, dropout, OP(IDENTITY), "ratio,seed")                                       \
+  /* ---- elementwise binary ---- */                                                            \
+  X("Add", 7, M, binary, OP(ADD), "")                                                           \
+  X("Sub", 7, M, binary, OP(SUB), "")                                                           \
+  X("Mul", 7, M, binary, OP(MUL), "")                                                           \
+  X("Div", 7, M, binary, OP(DIV), "")                                                           \
+  X("Pow", 7, M, pow, OP(POW), "")                                                              \
+  X("Mod", 10, M, mod, OP(MOD), "fmod")                                                         \
+  X("Equal", 7, M, binary, OP(EQUAL), "")                                                       \
+  X("Less", 7, M, binary, OP(LESS), "")                                                         \
+  X("LessOrEqual", 12, M, binary, OP(LESS_EQUAL), "")                                           \
+  X("Greater", 7, M, binary, OP(GREATER), "")                                                   \
+  X("GreaterOrEqual", 12, M, binary, OP(GREATER_EQUAL), "")                                     \
+  X("And", 7, M, binary, OP(AND), "")                                                           \
+  X("Or", 7, M, binary, OP(OR), "")                                                             \
+  X("Xor", 7, M, binary, OP(XOR), "")                                                           \
+  X("BitwiseAnd", 18, M, binary, OP(BITWISE_AND), "")                                           \
+  X("BitwiseOr", 18, M, binary, OP(BITWISE_OR), "")                                             \
+  X("BitwiseXor", 18, M, binary, OP(BITWISE_XOR), "")                                           \
+  X("BitShift", 11, M, bitshift, OP(BITSHIFT_LEFT), "direction")                                \
+  X("PRelu", 7, M, prelu, OP(PRELU), "")                                                        \
+  X("Where", 9, M, where, OP(WHERE), "")                                                        \
+  X("Clip", 6, M, clip, 0, "min,max")                                                           \
+  X("Sum", 8, M, variadic, OP(ADD), "")                                                         \
+  X("Mean", 8, M, variadic, OP(ADD), "")                                                        \
+  X("Max", 8, M, variadic, OP(MAX), "")                                                         \
+  X("Min", 8, M, variadic, OP(MIN), "")                                                         \
+  /* ---- linear algebra ---- */                                                                \
+  X("MatMul", 1, M, matmul, OP(MATMUL), "")                                                     \
+  X("Gemm", 7, M, gemm, OP(MATMUL), "alpha,beta,transA,transB")                                 \
+  /* ---- reductions ---- */                                                                    \
+  X("ReduceSum", 1, M, reduce, OP(REDUCE_SUM), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceMean", 1, M, reduce, OP(REDUCE_MEAN), "axes,keepdims,noop_with_empty_axes")          \
+  X("ReduceMax", 1, M, reduce, OP(REDUCE_MAX), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceMin", 1, M, reduce, OP(REDUCE_MIN), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceProd", 1, M, reduce, OP(REDUCE_PROD), "axes,keepdims,noop_with_empty_axes")          \
+  X("ReduceL1", 1, M, reduce, OP(REDUCE_L1), "axes,keepdims,noop_with_empty_axes")              \
+  X("ReduceL2", 1, M, reduce, OP(REDUCE_L2), "axes,keepdims,noop_with_empty_axes")              \
+  X("ReduceLogSum", 1, M, reduce, OP(REDUCE_LOG_SUM), "axes,keepdims,noop_with_empty_axes")     \
+  X("ReduceLogSumExp", 1, M, reduce, OP(REDUCE_LOG_SUM_EXP), "axes,keepdims,noop_with_empty_axes") \
+  X("ReduceSumSquare", 1, M, reduce, OP(REDUCE_SUM_SQUARE), "axes,keepdims,noop_with_empty_axes") \
+  X("ArgMax", 1, M, argmax, OP(ARGMAX), "axis,keepdims,select_last_index")                      \
+  X("ArgMin", 1, M, argmax, OP(ARGMIN), "axis,keepdims,select_last_index")                      \
+  X("CumSum", 11, M, cumsum, OP(CUMSUM), "exclusive,reverse")                                   \
+  /* ---- normalisation / softmax ---- */                                                       \
+  X("Softmax", 1, M, softmax, OP(SOFTMAX), "axis")                                              \
+  X("LogSoftmax", 1, M, softmax, OP(LOG_SOFTMAX), "axis")                                       \
+  X("Hardmax", 1, M, softmax, OP(HARDMAX), "axis")                                              \
+  X("LayerNormalization", 17, M, layernorm, OP(LAYER_NORM), "axis,epsilon,stash_type")          \
+  X("InstanceNormalization", 6, M, instnorm, OP(INSTANCE_NORM), "epsilon")                      \
+  X("BatchNormalization", 7, M, batchnorm, 0, "epsilon,momentum,spatial,training_mode")         \
+  X("LRN", 1, M, lrn, OP(LRN), "alpha,beta,bias,size")                                          \
+  X("MeanVarianceNormalization", 9, M, mvn, 0, "axes")                                          \
+  /* ---- data movement ---- */                                                                 \
+  X("Reshape", 5, M, reshape, OP(RESHAPE), "allowzero")                                         \
+  X("Squeeze", 1, M, squeeze, OP(SQUEEZE), "axes")                                              \
+  X("Unsqueeze", 1, M, squeeze, OP(UNSQUEEZE), "axes")                                          \
+  X("Flatten", 1, M, flatten, OP(FLATTEN), "axis")                                              \
+  X("Transpose", 1, M, transpose, OP(TRANSPOSE), "perm")                                        \
+  X("Concat", 4, M, concat, OP(CONCAT), "axis")                                                 \
+  X("Split", 2, M, split, OP(SPLIT), "axis,split,num_outputs")                                  \
+  X("Slice", 1, M, slice, OP(SLICE), "axes,starts,ends")                                        \
+  X("DepthToSpace", 1, M, d2s, OP(DEPTH_TO_SPACE), "blocksize,mode")                            \
+  X("SpaceToDepth", 1, M, d2s, OP(SPACE_TO_DEPTH), "blocksize")                                 \
+  /* ---- gather / scatter / index ---- */                                                      \
+  X("Gather", 1, M, gather, OP(GATHER), "axis")                                                 \
+  X("GatherElements", 11, M, gather, OP(GATHER_ELEMENTS), "axis")                               \
+  X("GatherND", 11, M, gather, OP(GATHER_ND), "batch_dims")                                     \
+  X("ScatterElements", 11, M, scatter, OP(SCATTER_ELEMENTS), "axis,reduction")                  \
+  X("Scatter", 9, 10, scatter, OP(SCATTER_ELEMENTS), "axis")                                    \
+  X("ScatterND", 11, M, scatter, OP(SCATTER_ND), "reduction")                                   \
+  X("OneHot", 9, M, onehot, OP(ONE_HOT), "axis")                                                \
+  X("Trilu", 14, M, trilu, OP(TRILU), "upper")                                                  \
+  X("TopK", 1, M, topk, OP(TOPK), "axis,k,largest,sorted")                                      \
+  X("NonZero", 9, M, nonzero, OP(NON_ZERO), "")                                                 \
+  /* ---- shape ops ---- */                                                                     \
+  X("Shape", 1, M, shape, OP(SHAPE), "start,end")                                               \
+  X("Expand", 8, M, expand, OP(EXPAND), "")                                                     \
+  X("ConstantOfShape", 9, M, cofs, OP(CONSTANT_OF_SHAPE), "value")                              \
+  X("Range", 11, M, range, OP(RANGE), "")                                                       \
+  X("Tile", 6, M, tile, OP(TILE), "")                                                           \
+  X("Pad", 2, M, pad, OP(PAD), "mode,pads,value")                                               \
+  X("Constant", 1, M, constant, 0, "value,value_float,value_floats,value_int,value_ints")        \
+  /* ---- conv / pool / resize ---- */                                                          \
+  X("Conv", 1, M, conv, OP(CONV), "auto_pad,dilations,group,kernel_shape,pads,strides")         \
+  X("ConvTranspose", 1, M, conv, OP(CONV_TRANSPOSE),                                            \
+    "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides")           \
+  X("MaxPool", 1, M, pool, OP(MAXPOOL),                                                         \
+    "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides")                     \
+  X("AveragePool", 1, M, pool, OP(AVGPOOL),                                                     \
+    "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides")                 \
+  X("LpPool", 2, M, pool, OP(LPPOOL), "auto_pad,kernel_shape,p,pads,strides")                   \
+  X("GlobalAveragePool", 1, M, gpool, OP(GLOBAL_AVGPOOL), "")                                   \
+  X("GlobalMaxPool", 1, M, gpool, OP(GLOBAL_MAXPOOL), "")                                       \
+  X("Resize", 10, M, resize, OP(RESIZE),                                                        \
+    "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"              \
+    "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode")                           \
+  X("Upsample", 7, 9, resize, OP(RESIZE), "mode,scales")
+
+static const fbx_onnx_entry fbx__onnx_registry[] = {
+#define X(op, lo, hi, fam, aux, attrs) \
+  {op, "", lo, hi, fbx__onnx_claim_##fam, fbx__onnx_tr_##fam, (int)(aux), attrs},
+    FBX_ONNX_REGISTRY(X)
+#undef X
+};
+
+#define FBX__ONNX_NREG ((int)(sizeof fbx__onnx_registry / sizeof fbx__onnx_registry[0]))
+
+int fbx_onnx_registry_count(void) { return FBX__ONNX_NREG; }
+
+const char *fbx_onnx_registry_op_type(int i) {
+  return i >= 0 && i < FBX__ONNX_NREG ? fbx__onnx_registry[i].op_type : NULL;
+}
+
+static bool fbx__onnx_domain_eq(const char *a, const char *b) {
+  if (!a || strcmp(a, "ai.onnx") == 0) a = "";
+  if (!b || strcmp(b, "ai.onnx") == 0) b = "";
+  return strcmp(a, b) == 0;
+}
+
+const fbx_onnx_entry *fbx__onnx_registry_find(const fbx_onnx_node *n, const fbx_onnx_entry **any) {
+  *any = NULL;
+  if (!n->op_type) return NULL;
+  for (int i = 0; i < FBX__ONNX_NREG; i++) {
+    const fbx_onnx_entry *e = &fbx__onnx_registry[i];
+    if (strcmp(e->op_type, n->op_type) != 0 || !fbx__onnx_domain_eq(e->domain, n->domain)) continue;
+    if (!*any) *any = e;
+    if (n->opset >= e->min_opset && n->opset <= e->max_opset) return e;
+  }
+  return NULL;
+}
+
+static bool fbx__onnx_attr_known(const char *list, const char *name) {
+  size_t len = strlen(name);
+  const char *p = list;
+  while (p && *p) {
+    const char *comma = strchr(p, ',');
+    size_t k = comma ? (size_t)(comma - p) : strlen(p);
+    if (k == len && strncmp(p, name, len) == 0) return true;
+    p = comma ? comma + 1 : NULL;
+  }
+  return false;
+}
+
+static bool fbx__onnx_check_value(const fbx_onnx_cctx *c, const fbx_onnx_value *v, const char *dir, int i) {
+  if (v->kind != FBX_ONNX_VALUE_TENSOR)
+    return fbx__onnx_fail(c, "%s %d ('%s') is not a tensor (sequence/map/optional)", dir, i, v->name ? v->name : "");
+  if (v->rank < 0) return fbx__onnx_fail(c, "%s %d ('%s') rank unknown", dir, i, v->name ? v->name : "");
+  if (v->rank > FBX_MAX_RANK)
+    return fbx__onnx_fail(c, "%s %d ('%s') rank %d exceeds %d", dir, i, v->name ? v->name : "", v->rank, FBX_MAX_RANK);
+  if (v->dtype == FBX_DTYPE_UNDEFINED)
+    return fbx__onnx_fail(c, "%s %d ('%s') dtype (onnx type %d) not supported", dir, i, v->name ? v->name : "",
+                          v->onnx_type);
+  if (v->is_initializer && (!v->init || !v->init->data) && !v->is_graph_input)
+    return fbx__onnx_fail(c, "%s %d ('%s') initializer data not readable", dir, i, v->name ? v->name : "");
+  return true;
+}
+
+bool fbx_onnx_node_claimable(const fbx_onnx_graph *g, int node_index, char *reason, size_t reason_size) {
+  char dummy[8];
+  if (!reason || reason_size == 0) { reason = dummy; reason_size = sizeof dummy; }
+  reason[0] = 0;
+  if (!g || node_index < 0 || node_index >= g->n_nodes) {
+    snprintf(reason, reason_size, "node index %d out of range", node_index);
+    return false;
+  }
+  const fbx_onnx_node *n = &g->nodes[node_index];
+  fbx_onnx_cctx c = {g, n, NULL, reason, reason_size};
+  const char *dom = n->domain && n->domain[0] ? n->domain : "ai.onnx";
+  const fbx_onnx_entry *any;
+  const fbx_onnx_entry *e = fbx__onnx_registry_find(n, &any);
+  if (!e) {
+    if (!any) {
+      snprintf(reason, reason_size, "op '%s::%s' not supported", dom, n->op_type ? n->op_type : "?");
+      return false;
+    }
+    int lo = 1 << 30, hi = 0;
+    for (int i = 0; i < FBX__ONNX_NREG; i++) {
+      const fbx_onnx_entry *x = &fbx__onnx_registry[i];
+      if (strcmp(x->op_type, n->op_type) == 0 && fbx__onnx_domain_eq(x->domain, n->domain)) {
+        if (x->min_opset < lo) lo = x->min_opset;
+        if (x->max_opset > hi) hi = x->max_opset;
+      }
+    }
+    return fbx__onnx_fail(&c, "opset %d not supported (%s opsets %d..%d)", n->opset, dom, lo, hi);
+  }
+  c.e = e;
+  if (n->has_subgraph) return fbx__onnx_fail(&c, "subgraph attributes not supported");
+  for (int i = 0; i < n->n_attrs; i++) {
+    const fbx_onnx_attr *a = &n->attrs[i];
+    if (a->type == FBX_ONNX_ATTR_GRAPH) return fbx__onnx_fail(&c, "subgraph attribute '%s' not supported", a->name);
+    if (a->type == FBX_ONNX_ATTR_OTHER || a->type == FBX_ONNX_ATTR_UNDEFINED)
+      return fbx__onnx_fail(&c, "attribute '%s' of unsupported kind", a->name);
+    if (!a->name || !fbx__onnx_attr_known(e->attrs, a->name))
+      return fbx__onnx_fail(&c, "attribute '%s' not supported", a->name ? a->name : "?");
+  }
+  if (n->n_inputs > FBX_IR_MAX_INPUTS) return fbx__onnx_fail(&c, "%d inputs exceed %d", n->n_inputs, FBX_IR_MAX_INPUTS);
+  if (n->n_outputs > FBX_IR_MAX_OUTPUTS)
+    return fbx__onnx_fail(&c, "%d outputs exceed %d", n->n_outputs, FBX_IR_MAX_OUTPUTS);
+  for (int i = 0; i < n->n_inputs; i++) {
+    const fbx_onnx_value *v = fbx__onnx_cin(&c, i);
+    if (!v) {
+      if (n->inputs[i] >= g->n_values) return fbx__onnx_fail(&c, "input %d index out of range", i);
+      continue;
+    }
+    if (!fbx__onnx_check_value(&c, v, "input", i)) return false;
+  }
+  for (int i = 0; i < n->n_outputs; i++) {
+    const fbx_onnx_value *v = fbx__onnx_cout(&c, i);
+    if (!v) continue;
+    if (!fbx__onnx_check_value(&c, v, "output", i)) return false;
+  }
+  if (n->n_outputs < 1 || !fbx__onnx_cout(&c, 0)) return fbx__onnx_fail(&c, "output 0 missing");
+  return e->claim(&c);
+}

@@ -1,0 +1,69 @@
+/* Counter tracks sampled at eval boundaries: engine memory, RSS, CPU use.
+ * /proc and getrusage are read at most once per SAMPLE_NS so that tiny,
+ * fast graphs do not pay a syscall per Compute. CPU use is process CPU time
+ * (getrusage: microsecond resolution, unlike /proc/self/stat's clock ticks)
+ * over wall time, as a percentage of all online cores. */
+#include "trace/trace_internal.h"
+
+#if !(defined(FBX_TRACE_COMPILED_OUT) && FBX_TRACE_COMPILED_OUT)
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+enum { SAMPLE_NS = 1000000 };
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_last_wall_ns = 0, g_last_cpu_ns = 0;
+
+static int64_t rss_bytes(void) {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *p = buf;
+  strtoll(p, &p, 10);                  /* size */
+  long long resident = strtoll(p, NULL, 10);
+  return (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t cpu_ns(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru)) return 0;
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
+  if (__builtin_expect(!(fbx_trace_flags() & FBX_TRACE_F_JSON), 1)) return;
+  fbx_trace_counter("fusebox.mem_bytes", (double)engine_bytes);
+  if (budget_bytes) fbx_trace_counter("fusebox.mem_pct", 100.0 * (double)engine_bytes / (double)budget_bytes);
+  uint64_t now = fbx_trace_now_ns();
+  if (pthread_mutex_trylock(&g_mu)) return; /* another thread is sampling */
+  if (g_last_wall_ns && now - g_last_wall_ns < SAMPLE_NS) {
+    pthread_mutex_unlock(&g_mu);
+    return;
+  }
+  uint64_t cpu = cpu_ns();
+  double util = -1;
+  if (g_last_wall_ns && now > g_last_wall_ns) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    util = 100.0 * (double)(cpu - g_last_cpu_ns) / (double)(now - g_last_wall_ns) / (double)ncpu;
+  }
+  g_last_wall_ns = now;
+  g_last_cpu_ns = cpu;
+  pthread_mutex_unlock(&g_mu);
+  int64_t rss = rss_bytes();
+  if (rss >= 0) fbx_trace_counter("fusebox.rss_bytes", (double)rss);
+  if (util >= 0) fbx_trace_counter("fusebox.util_pct", util);
+}
+
+#else
+typedef int fbx__trace_counters_compiled_out;
+#endif

@@ -1,0 +1,35 @@
+// ort_host_decode — a greedy decode loop over a decoder model with a KV cache, on one session.
+//
+// Model contract (models/gen/gen_decoder.py, ONNX Runtime GenAI style):
+//   inputs  input_ids [B,S] int64, position_ids [B,S] int64 (optional),
+//           attention_mask [B,T] int64 (optional), past_key_values.<i>.key/.value [B,H,P,D] f32
+//   outputs logits [B,S,V] f32, present.<i>.key/.value [B,H,T,D] f32      (T = P + S)
+// The layer count, H and D come from the session's input list. Batch is 1.
+#ifndef FBX_TESTS_ORT_HOST_DECODE_H
+#define FBX_TESTS_ORT_HOST_DECODE_H
+
+#include "ort_host.h"
+
+typedef struct fbx_host_decoder {
+  fbx_host_session *s;          // borrowed
+  int n_layers;
+  int64_t heads, head_dim;      // H, D of the KV cache
+  int64_t past_len;             // P: tokens already in the cache
+  int has_position_ids, has_attention_mask;
+  fbx_host_tensor *past;        // 2 * n_layers tensors [1,H,P,D], named past_key_values.<i>.key/.value
+  fbx_host_tensor logits;       // logits of the last step [1,S,V]
+  double last_run_s;            // seconds of the last Run (host wall clock)
+} fbx_host_decoder;
+
+// Inspect the session and set up an empty cache. d is overwritten.
+char *fbx_host_decoder_init(fbx_host_decoder *d, fbx_host_session *s);
+// Drop the cache (P = 0).
+char *fbx_host_decoder_reset(fbx_host_decoder *d);
+// Run one step with n ids (prefill when n > 1, decode when n == 1); the presents become the
+// next pasts and the logits are kept in d->logits.
+char *fbx_host_decoder_step(fbx_host_decoder *d, const int64_t *ids, int64_t n);
+// argmax over the vocabulary at the last position of d->logits (-1 if there are none).
+int64_t fbx_host_decoder_argmax(const fbx_host_decoder *d);
+void fbx_host_decoder_free(fbx_host_decoder *d);
+
+#endif  // FBX_TESTS_ORT_HOST_DECODE_H

@@ -1,0 +1,73 @@
+/* EP option parsing: defaults, every key, bad values and unknown keys name
+ * the key and the accepted values. ep_options.c has no ORT dependency and is
+ * not part of fusebox_core, so it is compiled into this program directly. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ep/ep_options.c"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (cond) passed++;                                    \
+    else {                                                 \
+      failed++;                                            \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fputc('\n', stderr);                                 \
+    }                                                      \
+  } while (0)
+
+/* Sets key=value; returns 1 on success. On failure checks the message has all needles. */
+static int set_ok(fbx_ep_options *o, const char *k, const char *v) {
+  fbx_status *s = fbx_ep_options_set(o, k, v);
+  int ok = s == NULL;
+  fbx_status_free(s);
+  return ok;
+}
+static int set_fails_with(fbx_ep_options *o, const char *k, const char *v, const char *n1, const char *n2) {
+  fbx_status *s = fbx_ep_options_set(o, k, v);
+  if (!s) return 0;
+  const char *m = fbx_status_message(s);
+  int ok = fbx_status_code_of(s) == FBX_STATUS_INVALID_ARG && strstr(m, n1) && (!n2 || strstr(m, n2));
+  if (!ok) fprintf(stderr, "  message was: %s\n", m);
+  fbx_status_free(s);
+  return ok;
+}
+
+int main(void) {
+  fbx_ep_options o;
+  fbx_ep_options_default(&o);
+  CHECK(o.device == FBX_EP_DEVICE_CPU && o.device_id == 0 && o.threads == 0 && o.compile && o.cache_limit == 16,
+        "defaults");
+  fbx_status *s = fbx_ep_options_validate(&o);
+  CHECK(s == NULL, "defaults validate");
+  fbx_status_free(s);
+
+  CHECK(set_ok(&o, "threads", "2") && o.threads == 2, "threads=2");
+  CHECK(set_ok(&o, "threads", "0") && o.threads == 0, "threads=0");
+  CHECK(set_fails_with(&o, "threads", "-1", "'threads'", ">= 0"), "threads=-1 rejected");
+  CHECK(set_fails_with(&o, "threads", "2x", "'threads'", NULL), "threads=2x rejected");
+  CHECK(set_fails_with(&o, "threads", "", "'threads'", NULL), "threads='' rejected");
+  CHECK(set_fails_with(&o, "threads", "99999999999", "'threads'", NULL), "threads overflow rejected");
+  CHECK(set_ok(&o, "device_id", "3") && o.device_id == 3, "device_id=3");
+  CHECK(set_fails_with(&o, "device_id", "-2", "'device_id'", NULL), "device_id=-2 rejected");
+  CHECK(set_ok(&o, "compile", "off") && !o.compile, "compile=off");
+  CHECK(set_ok(&o, "compile", "on") && o.compile, "compile=on");
+  CHECK(set_fails_with(&o, "compile", "maybe", "'compile'", "on, off"), "compile=maybe rejected");
+  CHECK(set_ok(&o, "cache_limit", "1") && o.cache_limit == 1, "cache_limit=1");
+  CHECK(set_fails_with(&o, "cache_limit", "0", "'cache_limit'", ">= 1"), "cache_limit=0 rejected");
+  CHECK(set_ok(&o, "device", "cpu") && o.device == FBX_EP_DEVICE_CPU, "device=cpu");
+  CHECK(set_fails_with(&o, "device", "tpu", "'device'", "cpu, cuda"), "device=tpu rejected");
+  CHECK(set_ok(&o, "device", "cuda") && o.device == FBX_EP_DEVICE_CUDA, "device=cuda parses");
+  s = fbx_ep_options_validate(&o);
+  CHECK(s && strstr(fbx_status_message(s), "device 'cuda' is not available in this build"),
+        "device=cuda refused by validate in a CPU-only build");
+  fbx_status_free(s);
+  CHECK(set_fails_with(&o, "treads", "2", "unknown EP option 'treads'",
+                       "(accepted: device, device_id, threads, compile, cache_limit)"),
+        "unknown key names key and accepted keys");
+  CHECK(set_fails_with(&o, "", "2", "unknown EP option ''", NULL), "empty key rejected");
+  printf("options: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

@@ -1,0 +1,89 @@
+// cmd_bench.c — `fusebox bench MODEL`: Fusebox vs ORT's CPU EP, interleaved in one process.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmds.h"
+
+static const char kUsage[] =
+    "usage: fusebox bench MODEL [--iters N] [--warmup N]\n"
+    "  Creates a Fusebox session and an ORT CPU session with the same thread count, runs them\n"
+    "  interleaved (A B A B ...) on the same inputs and prints median / min ms of each and the\n"
+    "  ratio ORT/Fusebox (> 1: Fusebox is faster).\n"
+    "  --iters N   timed runs per EP (default 20)\n"
+    "  --warmup N  untimed runs per EP first (default 3)\n";
+
+typedef struct {
+  long long iters, warmup;
+} bench_opts;
+
+static int bench_opt(void *ctx, const char *opt, const char *val) {
+  bench_opts *o = ctx;
+  long long *dst = strcmp(opt, "--iters") == 0 ? &o->iters : strcmp(opt, "--warmup") == 0 ? &o->warmup : NULL;
+  if (!dst) return 0;
+  if (fbx_cli_parse_int(val, dst == &o->iters ? 1 : 0, 100000000, dst) != 0) {
+    fprintf(stderr, "fusebox bench: %s needs a non-negative integer\n", opt);
+    return -1;
+  }
+  return 2;
+}
+
+// One timed run in ms, or < 0 on error (printed).
+static double bench_once(fbx_cli *c, fbx_host_session *s, const char *what, fbx_host_tensor *ins,
+                         size_t n_in) {
+  fbx_host_tensor *outs = NULL;
+  size_t n_out = 0;
+  double t0 = fbx_host_now();
+  char *err = fbx_host_session_run(s, ins, n_in, &outs, &n_out);
+  double ms = (fbx_host_now() - t0) * 1e3;
+  fbx_host_tensors_free(outs, n_out);
+  if (err) {
+    fprintf(stderr, "%s: %s run: %s\n", c->prog, what, err);
+    fbx_host_err_free(err);
+    return -1;
+  }
+  return ms;
+}
+
+int fbx_cmd_bench(int argc, char **argv) {
+  fbx_cli c;
+  bench_opts o = {20, 3};
+  int rc = fbx_cli_parse(&c, "fusebox bench", argc, argv, kUsage, bench_opt, &o, 1);
+  if (rc) return rc == 1 ? 0 : 2;
+  if (fbx_cli_open(&c)) return 1;
+  rc = 1;
+  fbx_host_tensor *ins = NULL;
+  size_t n_in = 0;
+  fbx_host_session *sf = NULL, *sc = NULL;
+  double *tf = calloc((size_t)o.iters, sizeof *tf), *tc = calloc((size_t)o.iters, sizeof *tc);
+  if (!tf || !tc) goto out;
+  if (!(sc = fbx_cli_session(&c, 0, 0)) || !(sf = fbx_cli_session(&c, 1, 0))) goto out;
+  if (fbx_cli_inputs(&c, sf, &ins, &n_in)) goto out;
+  for (long long i = 0; i < o.warmup; i++)
+    if (bench_once(&c, sf, "Fusebox", ins, n_in) < 0 || bench_once(&c, sc, "ORT CPU", ins, n_in) < 0) goto out;
+  for (long long i = 0; i < o.iters; i++) {
+    // alternate which EP goes first so neither always runs on a warm cache
+    int f_first = (i & 1) == 0;
+    double a = bench_once(&c, f_first ? sf : sc, f_first ? "Fusebox" : "ORT CPU", ins, n_in);
+    double b = a < 0 ? -1 : bench_once(&c, f_first ? sc : sf, f_first ? "ORT CPU" : "Fusebox", ins, n_in);
+    if (a < 0 || b < 0) goto out;
+    tf[i] = f_first ? a : b;
+    tc[i] = f_first ? b : a;
+  }
+  double mf = fbx_cli_median(tf, (size_t)o.iters), mc = fbx_cli_median(tc, (size_t)o.iters);
+  printf("model %s (ORT %s, threads %d, %lld iters after %lld warmup, interleaved)\n", c.model,
+         fbx_host_ort_version(c.host), c.threads, o.iters, o.warmup);
+  printf("  Fusebox  median %9.3f ms  min %9.3f ms\n", mf, fbx_cli_min(tf, (size_t)o.iters));
+  printf("  ORT CPU  median %9.3f ms  min %9.3f ms\n", mc, fbx_cli_min(tc, (size_t)o.iters));
+  printf("  ratio ORT/Fusebox (median) %.2fx\n", mf > 0 ? mc / mf : 0.0);
+  rc = 0;
+out:
+  free(tf);
+  free(tc);
+  fbx_host_tensors_free(ins, n_in);
+  fbx_host_session_destroy(sf);
+  fbx_host_session_destroy(sc);
+  fbx_cli_close(&c);
+  return rc;
+}
