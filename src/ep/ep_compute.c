@@ -2,6 +2,7 @@
  * let it write straight into ORT's output buffers. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ep_internal.h"
 
@@ -69,6 +70,10 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   fbx_trace_arg sa[] = {FBX_TARG_I("nodes", k->n_nodes), FBX_TARG_S("path", path), FBX_TARG_S("cache", cache),
                         FBX_TARG_S("subgraph", k->name)};
   fbx_trace_complete("fusebox.subgraph", "ep", t0, t1, sa, 4);
+  /* Counter tracks at the eval boundary; the memory budget is the machine's RAM. */
+  fbx_backend *be = k->ep->backend;
+  size_t in_use = be->vt->memory_in_use ? be->vt->memory_in_use(be) : 0;
+  fbx_trace_sample_counters(in_use, (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE));
 }
 
 static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {

@@ -4,8 +4,13 @@
 
 #include "../base/alloc.h"
 #include "ep_internal.h"
+#include "ep_profiler.h"
 
 static const char *ORT_API_CALL ep_get_name(const OrtEp *this_ptr) { return FBX_EP_NAME; }
+
+static OrtStatus *ORT_API_CALL ep_create_profiler(OrtEp *this_ptr, OrtEpProfilerImpl **out) {
+  return fbx_ep_profiler_create(FBX_ORT, FBX_ORT_EP, ((fbx_ep *)this_ptr)->trace, out);
+}
 
 fbx_status *fbx_ep_options_from_session(const OrtSessionOptions *so, fbx_ep_options *o) {
   fbx_ep_options_default(o);
@@ -51,14 +56,8 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const 
   b->GetCapability = fbx_ep_get_capability;
   b->Compile = fbx_ep_compile;
   b->ReleaseNodeComputeInfos = fbx_ep_release_node_compute_infos;
-  /* ---- PROFILER HOOK (lead): wire the trace helper's OrtEpProfilerImpl here:
-   *   #include "ep_profiler.h"
-   *   static OrtStatus *ORT_API_CALL ep_create_profiler(OrtEp *t, OrtEpProfilerImpl **out) {
-   *     return fbx_ep_profiler_create(FBX_ORT, FBX_ORT_EP, ((fbx_ep *)t)->trace, out);
-   *   }
-   *   b->CreateProfiler = ep_create_profiler;
-   * NULL means "this EP does not profile". ---- */
-  b->CreateProfiler = NULL;
+  /* ORT's own profiler: our spans land in ORT's profile JSON (src/ep/ep_profiler.c). */
+  b->CreateProfiler = ep_create_profiler;
   /* Everything else optional stays NULL (NCHW layout, no allocator, no streams). */
   *out = ep;
   return NULL;

@@ -1,0 +1,94 @@
+/* GEMV bandwidth: Fusebox's packed GEMV (through the CPU backend's MATMUL
+ * kernel, B packed by node_prepare) vs OpenBLAS cblas_sgemv on decode-shaped
+ * f32 weights (~400 MB streamed per pass, more than any cache), 2 threads,
+ * interleaved repetitions. Prints GB/s of weight bytes for both.
+ * Usage: bench_gemv [reps=7] [threads=2] */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct { int64_t K, N; } shape;
+static const shape SHAPES[] = {
+    {2048, 8192}, {8192, 2048}, {2048, 8192}, {8192, 2048}, {2048, 2048}, {768, 16384},
+    {1024, 3072}, {3072, 1024}, {768, 2304}, {768, 768}, {2048, 6144},
+};
+#define NS ((int)(sizeof(SHAPES) / sizeof(SHAPES[0])))
+
+int main(int argc, char **argv) {
+  int reps = argc > 1 ? atoi(argv[1]) : 7;
+  int threads = argc > 2 ? atoi(argv[2]) : 2;
+  fbx_backend *be;
+  fbx_cpu_options o = {.threads = threads};
+  fbx_status *st = fbx_cpu_backend_create(&o, &be);
+  if (st) { fprintf(stderr, "%s\n", fbx_status_message(st)); return 1; }
+  openblas_set_num_threads(threads);
+  fbx_tensor x[NS], w[NS], y[NS];
+  void *state[NS];
+  fbx_ir_node nd = {.op = FBX_IR_OP_MATMUL, .n_inputs = 2, .n_outputs = 1, .params = {.matmul = {.alpha = 1.f}}};
+  double bytes = 0;
+  int64_t maxk = 0;
+  for (int i = 0; i < NS; i++) {
+    int64_t K = SHAPES[i].K, N = SHAPES[i].N;
+    x[i] = (fbx_tensor){.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {1, K}, .data = malloc((size_t)K * 4)};
+    w[i] = (fbx_tensor){.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {K, N}, .data = malloc((size_t)(K * N) * 4)};
+    y[i] = (fbx_tensor){.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {1, N}, .data = malloc((size_t)N * 4)};
+    for (int64_t k = 0; k < K; k++) ((float *)x[i].data)[k] = (float)(k % 7) * 0.1f;
+    for (int64_t k = 0; k < K * N; k++) ((float *)w[i].data)[k] = (float)((k * 2654435761u) % 1000) * 1e-3f;
+    fbx_tensor in[2] = {x[i], w[i]};
+    const fbx_tensor *ci[2] = {NULL, &w[i]};
+    st = be->vt->node_prepare(be, &nd, ci, in, &state[i]);
+    if (st) { fprintf(stderr, "%s\n", fbx_status_message(st)); return 1; }
+    bytes += (double)(K * N) * 4;
+    if (K > maxk) maxk = K;
+  }
+  printf("bench_gemv: %d matrices, %.1f MB of f32 weights per pass, %d threads, %d reps\n", NS, bytes / 1e6, threads, reps);
+  double best_f = 1e9, best_b = 1e9, sum_f = 0, sum_b = 0;
+  float maxdiff = 0;
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < NS; i++) {
+      fbx_tensor in[2] = {x[i], w[i]};
+      st = be->vt->run_node(be, &nd, state[i], in, 2, &y[i], 1, NULL);
+      if (st) { fprintf(stderr, "%s\n", fbx_status_message(st)); return 1; }
+    }
+    double t1 = now_s();
+    float *keep = malloc((size_t)SHAPES[NS - 1].N * 4);
+    memcpy(keep, y[NS - 1].data, (size_t)SHAPES[NS - 1].N * 4);
+    for (int i = 0; i < NS && !getenv("BENCH_GEMV_ONLY_FBX"); i++)
+      cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)SHAPES[i].K, (blasint)SHAPES[i].N, 1.f, w[i].data,
+                  (blasint)SHAPES[i].N, x[i].data, 1, 0.f, y[i].data, 1);
+    double t2 = now_s();
+    for (int64_t n = 0; n < SHAPES[NS - 1].N; n++) {
+      float d = keep[n] - ((float *)y[NS - 1].data)[n];
+      d = d < 0 ? -d : d;
+      float rel = d / (1e-3f + (((float *)y[NS - 1].data)[n] < 0 ? -((float *)y[NS - 1].data)[n] : ((float *)y[NS - 1].data)[n]));
+      if (rel > maxdiff) maxdiff = rel;
+    }
+    free(keep);
+    double tf = t1 - t0, tb = t2 - t1;
+    if (r > 0) { sum_f += tf; sum_b += tb; }
+    if (tf < best_f) best_f = tf;
+    if (tb < best_b) best_b = tb;
+    printf("  rep %d: fusebox %.2f GB/s   openblas sgemv %.2f GB/s\n", r, bytes / tf / 1e9, bytes / tb / 1e9);
+  }
+  int n = reps > 1 ? reps - 1 : 1;
+  printf("fusebox gemv (packed): best %.2f GB/s, mean %.2f GB/s\n", bytes / best_f / 1e9, bytes / (sum_f / n) / 1e9);
+  printf("openblas cblas_sgemv : best %.2f GB/s, mean %.2f GB/s\n", bytes / best_b / 1e9, bytes / (sum_b / n) / 1e9);
+  printf("max relative difference fusebox vs openblas: %.2g\n", maxdiff);
+  for (int i = 0; i < NS; i++) {
+    be->vt->node_release(be, &nd, state[i]);
+    free(x[i].data); free(w[i].data); free(y[i].data);
+  }
+  fbx_backend_destroy(be);
+  return 0;
+}

@@ -1,0 +1,198 @@
+// bench_models — Fusebox vs ORT's CPU EP on the project's benchmark models, one process,
+// interleaved (A B A B ...), same intra-op thread count for both:
+//   - decode: models/gen/decoder_100m.onnx, prefill + greedy decode, tok/s of each
+//   - latency: models/gen/cnn_small.onnx, cnn_resnet18ish.onnx and the PP-OCR det/rec/cls
+// Prints a table to stdout (the lead copies it into bench/RESULTS.md).
+// usage: bench_models [--threads N] [--iters N] [--prompt-len N] [--new-tokens N] [--decoder PATH]
+//                     [--only decode|latency]
+// Env: FUSEBOX_ORT_LIB / FUSEBOX_EP_LIB / FUSEBOX_REPO as for every ort_host program.
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/ort_host.h"
+#include "common/ort_host_decode.h"
+
+typedef struct {
+  int threads, iters, prompt, new_tokens;
+  const char *decoder, *only;
+} bench_cfg;
+
+static fbx_host_session *open_session(fbx_host *h, const char *model, int fusebox, int threads) {
+  fbx_host_session_opts o = fbx_host_session_opts_default();
+  char tbuf[16];
+  const char *k[1] = {"threads"}, *v[1] = {tbuf};
+  snprintf(tbuf, sizeof tbuf, "%d", threads);
+  o.use_fusebox = fusebox;
+  o.intra_threads = threads;
+  o.ep_keys = k;
+  o.ep_vals = v;
+  o.n_ep_opts = fusebox ? 1 : 0;
+  fbx_host_session *s = NULL;
+  char *err = fbx_host_session_create(h, model, &o, &s);
+  if (err) {
+    fprintf(stderr, "bench_models: %s (%s): %s\n", model, fusebox ? "Fusebox" : "ORT CPU", err);
+    fbx_host_err_free(err);
+  }
+  return s;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// ---- latency of one static-shape model ----
+static int bench_latency(fbx_host *h, const bench_cfg *cfg, const char *rel, const char *shape_note,
+                         const int64_t *shape, int rank) {
+  char model[PATH_MAX];
+  if (fbx_host_find_repo_file(rel, model, sizeof model) != 0) {
+    printf("| %-34s | %-12s | missing | | | |\n", rel, shape_note);
+    return 0;
+  }
+  fbx_host_session *s[2] = {open_session(h, model, 1, cfg->threads), open_session(h, model, 0, cfg->threads)};
+  fbx_host_tensor in = {0};
+  double *t[2] = {calloc((size_t)cfg->iters, sizeof(double)), calloc((size_t)cfg->iters, sizeof(double))};
+  int rc = -1;
+  char *err = NULL;
+  if (!s[0] || !s[1] || !t[0] || !t[1]) goto out;
+  const fbx_host_io *io = fbx_host_session_input(s[0], 0);
+  err = fbx_host_tensor_alloc(&in, io->name, io->dtype, rank ? rank : io->rank, rank ? shape : io->dims);
+  if (err) goto out;
+  fbx_host_tensor_fill_normal(&in, 42);
+  for (int it = -2; it < cfg->iters && !err; it++) {  // 2 warm-up rounds
+    for (int k = 0; k < 2 && !err; k++) {
+      int which = (it & 1) ? 1 - k : k;  // alternate the order
+      fbx_host_tensor *outs = NULL;
+      size_t n_out = 0;
+      double t0 = fbx_host_now();
+      err = fbx_host_session_run(s[which], &in, 1, &outs, &n_out);
+      double ms = (fbx_host_now() - t0) * 1e3;
+      fbx_host_tensors_free(outs, n_out);
+      if (it >= 0) t[which][it] = ms;
+    }
+  }
+  if (err) goto out;
+  double mf = median(t[0], cfg->iters), mc = median(t[1], cfg->iters);
+  printf("| %-34s | %-12s | %9.3f | %9.3f | %5.2fx |\n", rel, shape_note, mf, mc, mc / mf);
+  rc = 0;
+out:
+  if (err) {
+    printf("| %-34s | %-12s | error | | |\n", rel, shape_note);
+    fprintf(stderr, "bench_models: %s: %s\n", rel, err);
+    fbx_host_err_free(err);
+  }
+  fbx_host_tensor_free(&in);
+  free(t[0]);
+  free(t[1]);
+  fbx_host_session_destroy(s[0]);
+  fbx_host_session_destroy(s[1]);
+  return rc;
+}
+
+// ---- decode tok/s ----
+static int bench_decode(fbx_host *h, const bench_cfg *cfg) {
+  char model[PATH_MAX];
+  if (fbx_host_find_repo_file(cfg->decoder, model, sizeof model) != 0) {
+    printf("decoder %s: missing (scripts/make_models.sh)\n", cfg->decoder);
+    return 0;
+  }
+  fbx_host_session *s[2] = {open_session(h, model, 1, cfg->threads), open_session(h, model, 0, cfg->threads)};
+  fbx_host_decoder d[2];
+  memset(d, 0, sizeof d);
+  double prefill[2] = {0, 0}, decode[2] = {0, 0};
+  int64_t *prompt = calloc((size_t)cfg->prompt, sizeof *prompt), tok[2] = {0, 0};
+  int rc = -1, same = 1;
+  char *err = NULL;
+  if (!s[0] || !s[1] || !prompt) goto out;
+  for (int k = 0; k < 2 && !err; k++) err = fbx_host_decoder_init(&d[k], s[k]);
+  for (int i = 0; i < cfg->prompt; i++) prompt[i] = (i * 7919 + 13) % 1000;
+  for (int k = 0; k < 2 && !err; k++) {  // one untimed warm-up prefill + decode step each
+    err = fbx_host_decoder_step(&d[k], prompt, cfg->prompt);
+    int64_t t = err ? 0 : fbx_host_decoder_argmax(&d[k]);
+    if (!err) err = fbx_host_decoder_step(&d[k], &t, 1);
+    if (!err) err = fbx_host_decoder_reset(&d[k]);
+  }
+  for (int k = 0; k < 2 && !err; k++) {
+    err = fbx_host_decoder_step(&d[k], prompt, cfg->prompt);
+    prefill[k] = d[k].last_run_s;
+    tok[k] = fbx_host_decoder_argmax(&d[k]);
+  }
+  for (int step = 0; step < cfg->new_tokens && !err; step++) {
+    same &= tok[0] == tok[1];
+    for (int k = 0; k < 2 && !err; k++) {
+      int which = (step & 1) ? 1 - k : k;
+      err = fbx_host_decoder_step(&d[which], &tok[which], 1);
+      decode[which] += d[which].last_run_s;
+      tok[which] = fbx_host_decoder_argmax(&d[which]);
+    }
+  }
+  if (err) goto out;
+  same &= tok[0] == tok[1];
+  printf("| %-34s | prefill %4d tok | %9.1f | %9.1f | %5.2fx |\n", cfg->decoder, cfg->prompt,
+         cfg->prompt / prefill[0], cfg->prompt / prefill[1], prefill[1] / prefill[0]);
+  printf("| %-34s | decode %5d tok | %9.1f | %9.1f | %5.2fx |\n", cfg->decoder, cfg->new_tokens,
+         cfg->new_tokens / decode[0], cfg->new_tokens / decode[1], decode[1] / decode[0]);
+  printf("(tok/s; greedy token sequences %s)\n", same ? "identical" : "DIFFER");
+  rc = 0;
+out:
+  if (err) {
+    fprintf(stderr, "bench_models: decode: %s\n", err);
+    fbx_host_err_free(err);
+  }
+  for (int k = 0; k < 2; k++) {
+    fbx_host_decoder_free(&d[k]);
+    fbx_host_session_destroy(s[k]);
+  }
+  free(prompt);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  bench_cfg cfg = {2, 20, 16, 32, "models/gen/decoder_100m.onnx", NULL};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) { fprintf(stderr, "bench_models: %s needs a value\n", a); return 2; }
+    if (strcmp(a, "--threads") == 0) cfg.threads = atoi(v);
+    else if (strcmp(a, "--iters") == 0) cfg.iters = atoi(v);
+    else if (strcmp(a, "--prompt-len") == 0) cfg.prompt = atoi(v);
+    else if (strcmp(a, "--new-tokens") == 0) cfg.new_tokens = atoi(v);
+    else if (strcmp(a, "--decoder") == 0) cfg.decoder = v;
+    else if (strcmp(a, "--only") == 0) cfg.only = v;
+    else { fprintf(stderr, "bench_models: unknown option %s\n", a); return 2; }
+    i++;
+  }
+  if (cfg.threads < 1 || cfg.iters < 1 || cfg.prompt < 1 || cfg.new_tokens < 1) {
+    fprintf(stderr, "bench_models: numbers must be positive\n");
+    return 2;
+  }
+  fbx_host *h = NULL;
+  char *err = fbx_host_open(NULL, NULL, &h);
+  if (err) {
+    fprintf(stderr, "bench_models: %s\n", err);
+    fbx_host_err_free(err);
+    return 1;
+  }
+  printf("ORT %s (%s), EP %s, threads %d, interleaved\n\n", fbx_host_ort_version(h), fbx_host_ort_path(h),
+         fbx_host_ep_path(h), cfg.threads);
+  printf("| model                              | workload     | Fusebox   | ORT CPU   | ORT/Fusebox |\n");
+  printf("|------------------------------------|--------------|-----------|-----------|-------|\n");
+  int rc = 0;
+  if (!cfg.only || strcmp(cfg.only, "decode") == 0) rc |= bench_decode(h, &cfg);
+  if (!cfg.only || strcmp(cfg.only, "latency") == 0) {
+    static const int64_t det[4] = {1, 3, 224, 224}, rec[4] = {1, 3, 48, 320}, cls[4] = {1, 3, 48, 192};
+    rc |= bench_latency(h, &cfg, "models/gen/cnn_small.onnx", "ms/run", NULL, 0);
+    rc |= bench_latency(h, &cfg, "models/gen/cnn_resnet18ish.onnx", "ms/run", NULL, 0);
+    rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_det_infer.onnx", "1x3x224x224", det, 4);
+    rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_rec_infer.onnx", "1x3x48x320", rec, 4);
+    rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx", "1x3x48x192", cls, 4);
+  }
+  fbx_host_close(h);
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,259 @@
+/* CONV and CONV_TRANSPOSE, 1-3 spatial dims (missing dims are 1).
+ *   depthwise (group == C == M): direct kernel, parallel over (n, c)
+ *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is
+ *   general                    : im2col (parallel) + sgemm per (n, group)
+ * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im.
+ * Bias is added after the GEMM. */
+#include <string.h>
+
+#include "cpu_internal.h"
+
+/* Geometry normalised to 3 spatial dims (D, H, W). */
+typedef struct fbx__cv_geom {
+  int64_t N, C, M, G;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+} fbx__cv_geom;
+
+static fbx_status *fbx__cv_geom_fill(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
+                                     const fbx_tensor *y, bool transpose, fbx__cv_geom *g) {
+  const char *op = fbx_ir_op_name(node->op);
+  int nd = x->rank - 2;
+  if (nd < 1 || nd > 3 || w->rank != x->rank || y->rank != x->rank)
+    return FBX_ERR_NOTIMPL("%s: %d spatial dims (1..3 supported)", op, nd);
+  if (x->dtype != FBX_DTYPE_F32 || w->dtype != FBX_DTYPE_F32 || y->dtype != FBX_DTYPE_F32)
+    return FBX_ERR_NOTIMPL("%s: dtype %s (F32 only)", op, fbx_dtype_name(x->dtype));
+  const typeof(node->params.conv) *p = &node->params.conv;
+  g->N = x->dims[0];
+  g->C = x->dims[1];
+  g->M = y->dims[1];
+  g->G = p->group > 0 ? p->group : 1;
+  for (int i = 0; i < 3; i++) {
+    int sd = i - (3 - nd); /* spatial index in the node, or < 0 for a padded dim */
+    if (sd < 0) {
+      g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+      g->pb[i] = 0;
+      continue;
+    }
+    g->in[i] = x->dims[2 + sd];
+    g->out[i] = y->dims[2 + sd];
+    g->k[i] = w->dims[2 + sd];
+    g->s[i] = p->strides[sd] > 0 ? p->strides[sd] : 1;
+    g->d[i] = p->dilations[sd] > 0 ? p->dilations[sd] : 1;
+    int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
+    switch (p->auto_pad) {
+      case FBX_IR_PAD_VALID: g->pb[i] = 0; break;
+      case FBX_IR_PAD_SAME_UPPER: case FBX_IR_PAD_SAME_LOWER: {
+        int64_t total = transpose ? g->s[i] * (g->in[i] - 1) + p->output_padding[sd] + ek - g->out[i]
+                                  : (g->out[i] - 1) * g->s[i] + ek - g->in[i];
+        if (total < 0) total = 0;
+        g->pb[i] = p->auto_pad == FBX_IR_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        break;
+      }
+      default:
+        if (transpose && p->output_shape[sd] > 0) {
+          int64_t total = g->s[i] * (g->in[i] - 1) + p->output_padding[sd] + ek - g->out[i];
+          g->pb[i] = total > 0 ? total - total / 2 : 0;
+        } else {
+          g->pb[i] = p->pads[sd];
+        }
+    }
+  }
+  if (g->C % g->G || g->M % g->G) return FBX_ERR_ARG("%s: channels not divisible by group", op);
+  return NULL;
+}
+
+/* ---- depthwise ---- */
+typedef struct fbx__dw_job {
+  const fbx__cv_geom *g;
+  const float *x, *w, *b;
+  float *y;
+} fbx__dw_job;
+
+static void fbx__dw_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  const fbx__dw_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2], OD = g->out[0], OH = g->out[1], OW = g->out[2];
+  int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2];
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t ch = p % g->C;
+    const float *x = j->x + p * ID * IH * IW;
+    const float *w = j->w + ch * KD * KH * KW;
+    float *y = j->y + p * OD * OH * OW;
+    float bias = j->b ? j->b[ch] : 0.f;
+    for (int64_t od = 0; od < OD; od++)
+      for (int64_t oh = 0; oh < OH; oh++) {
+        float *yr = y + (od * OH + oh) * OW;
+        for (int64_t ow = 0; ow < OW; ow++) yr[ow] = bias;
+        for (int64_t kd = 0; kd < KD; kd++) {
+          int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+          if (id < 0 || id >= ID) continue;
+          for (int64_t kh = 0; kh < KH; kh++) {
+            int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+            if (ih < 0 || ih >= IH) continue;
+            const float *xr = x + (id * IH + ih) * IW;
+            for (int64_t kw = 0; kw < KW; kw++) {
+              float wv = w[(kd * KH + kh) * KW + kw];
+              int64_t off = kw * g->d[2] - g->pb[2], s = g->s[2];
+              /* valid ow: 0 <= ow*s + off < IW */
+              int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+              int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
+              if (hi > OW) hi = OW;
+              if (s == 1) {
+                const float *xs = xr + off;
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xs[ow];
+              } else {
+                for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * s + off];
+              }
+            }
+          }
+        }
+      }
+  }
+}
+
+/* ---- im2col ---- */
+typedef struct fbx__i2c_job {
+  const fbx__cv_geom *g;
+  const float *x;     /* (Cg, ID, IH, IW) of this (n, group) */
+  float *col;         /* (Cg*KD*KH*KW, OD*OH*OW) */
+} fbx__i2c_job;
+
+static void fbx__i2c_task(void *arg, int64_t r0, int64_t r1, int worker) {
+  const fbx__i2c_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2], OD = g->out[0], OH = g->out[1], OW = g->out[2];
+  int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t kw = r % KW, kh = (r / KW) % KH, kd = (r / (KW * KH)) % KD, cc = r / (KW * KH * KD);
+    const float *x = j->x + cc * ID * IH * IW;
+    float *col = j->col + r * OD * OH * OW;
+    int64_t off = kw * g->d[2] - g->pb[2], s = g->s[2];
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t od = 0; od < OD; od++) {
+      int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+      for (int64_t oh = 0; oh < OH; oh++) {
+        float *cr = col + (od * OH + oh) * OW;
+        int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+          memset(cr, 0, (size_t)OW * sizeof(float));
+          continue;
+        }
+        const float *xr = x + (id * IH + ih) * IW;
+        for (int64_t ow = 0; ow < lo; ow++) cr[ow] = 0.f;
+        if (s == 1) memcpy(cr + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+        else
+          for (int64_t ow = lo; ow < hi; ow++) cr[ow] = xr[ow * s + off];
+        for (int64_t ow = hi; ow < OW; ow++) cr[ow] = 0.f;
+      }
+    }
+  }
+}
+
+static void fbx__cv_bias(float *y, const float *b, int64_t N, int64_t M, int64_t S) {
+  if (!b) return;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t m = 0; m < M; m++) {
+      float *r = y + (n * M + m) * S;
+      float v = b[m];
+      for (int64_t i = 0; i < S; i++) r[i] += v;
+    }
+}
+
+fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
+  if (n_in < 2) return FBX_ERR_ARG("CONV: needs X and W");
+  fbx__cv_geom g;
+  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], false, &g));
+  const float *x = in[0].data, *w = in[1].data;
+  const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  float *y = out[0].data;
+  int64_t Cg = g.C / g.G, Mg = g.M / g.G;
+  int64_t IS = g.in[0] * g.in[1] * g.in[2], OS = g.out[0] * g.out[1] * g.out[2];
+  int64_t KV = g.k[0] * g.k[1] * g.k[2];
+  if (in[1].dims[1] != Cg) return FBX_ERR_ARG("CONV: W has %lld input channels, expected %lld", (long long)in[1].dims[1], (long long)Cg);
+  info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
+  if (g.N * g.M * OS == 0) return NULL;
+  if (g.G == g.C && g.M == g.C) {
+    info->variant = "conv_depthwise_direct";
+    info->reason = "group == C == M";
+    fbx__dw_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y};
+    fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
+    return NULL;
+  }
+  bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
+                   g.pb[2] == 0 && OS == IS;
+  float *col = NULL;
+  if (!pointwise) {
+    col = fbx_cpu_scratch(c, (size_t)(Cg * KV * OS) * sizeof(float));
+    if (!col) return FBX_ERR_OOM();
+  }
+  info->variant = pointwise ? "conv_1x1_sgemm" : "conv_im2col_sgemm";
+  info->reason = pointwise ? "1x1 stride 1 pad 0: GEMM on X directly" : "im2col + OpenBLAS sgemm";
+  for (int64_t n = 0; n < g.N; n++)
+    for (int64_t gi = 0; gi < g.G; gi++) {
+      const float *xg = x + (n * g.C + gi * Cg) * IS;
+      const float *wg = w + gi * Mg * Cg * KV;
+      float *yg = y + (n * g.M + gi * Mg) * OS;
+      const float *B = xg;
+      if (!pointwise) {
+        fbx__i2c_job j = {.g = &g, .x = xg, .col = col};
+        int64_t rows = Cg * KV;
+        if (rows * OS >= 65536) fbx_cpu_par(c, rows, 1 + 8192 / OS, fbx__i2c_task, &j);
+        else fbx__i2c_task(&j, 0, rows, 0);
+        B = col;
+      }
+      fbx_cpu_sgemm(false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, B, OS, 0.f, yg, OS);
+    }
+  fbx__cv_bias(y, b, g.N, g.M, OS);
+  return NULL;
+}
+
+fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
+  if (n_in < 2) return FBX_ERR_ARG("CONV_TRANSPOSE: needs X and W");
+  fbx__cv_geom g;
+  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], true, &g));
+  const float *x = in[0].data, *w = in[1].data;
+  const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  float *y = out[0].data;
+  int64_t Cg = g.C / g.G, Mg = g.M / g.G;
+  int64_t IS = g.in[0] * g.in[1] * g.in[2], OS = g.out[0] * g.out[1] * g.out[2];
+  int64_t KV = g.k[0] * g.k[1] * g.k[2];
+  if (in[1].dims[0] != g.C || in[1].dims[1] != Mg) return FBX_ERR_ARG("CONV_TRANSPOSE: W shape");
+  info->variant = "convtranspose_sgemm_col2im";
+  info->flops = 2.0 * (double)g.N * (double)g.C * (double)IS * (double)Mg * (double)KV;
+  float *col = fbx_cpu_scratch(c, (size_t)(Mg * KV * IS) * sizeof(float));
+  if (!col) return FBX_ERR_OOM();
+  memset(y, 0, (size_t)(g.N * g.M * OS) * sizeof(float));
+  for (int64_t n = 0; n < g.N; n++)
+    for (int64_t gi = 0; gi < g.G; gi++) {
+      const float *xg = x + (n * g.C + gi * Cg) * IS;
+      const float *wg = w + gi * Cg * Mg * KV; /* (Cg, Mg*KV) */
+      float *yg = y + (n * g.M + gi * Mg) * OS;
+      /* col (Mg*KV, IS) = wg^T (Mg*KV, Cg) x xg (Cg, IS) */
+      fbx_cpu_sgemm(true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS);
+      for (int64_t r = 0; r < Mg * KV; r++) {
+        int64_t kw = r % g.k[2], kh = (r / g.k[2]) % g.k[1], kd = (r / (g.k[2] * g.k[1])) % g.k[0];
+        int64_t m = r / KV;
+        const float *cr = col + r * IS;
+        float *ym = yg + m * OS;
+        for (int64_t id = 0; id < g.in[0]; id++) {
+          int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+          if (od < 0 || od >= g.out[0]) continue;
+          for (int64_t ih = 0; ih < g.in[1]; ih++) {
+            int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+            if (oh < 0 || oh >= g.out[1]) continue;
+            const float *cc = cr + (id * g.in[1] + ih) * g.in[2];
+            float *yr = ym + (od * g.out[1] + oh) * g.out[2];
+            for (int64_t iw = 0; iw < g.in[2]; iw++) {
+              int64_t ow = iw * g.s[2] - g.pb[2] + kw * g.d[2];
+              if (ow >= 0 && ow < g.out[2]) yr[ow] += cc[iw];
+            }
+          }
+        }
+      }
+    }
+  fbx__cv_bias(y, b, g.N, g.M, OS);
+  return NULL;
+}

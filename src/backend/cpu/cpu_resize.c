@@ -1,0 +1,123 @@
+/* RESIZE: nearest (all rounding modes) and linear (N-D, separable taps over
+ * the dims that change), every coordinate transform mode. Per-dim tap tables
+ * are built once per run in scratch; cubic is declined. F32 (nearest: any
+ * dtype, element copies). */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+typedef struct fbx__rs_tap { int64_t i0, i1; float w1; bool outside; } fbx__rs_tap;
+
+static double fbx__rs_coord(const fbx_ir_node *node, double xo, int64_t in, int64_t out, double scale,
+                            double roi_s, double roi_e) {
+  switch (node->params.resize.coord) {
+    case FBX_IR_COORD_ASYMMETRIC: return xo / scale;
+    case FBX_IR_COORD_PYTORCH_HALF_PIXEL: return out > 1 ? (xo + 0.5) / scale - 0.5 : 0.0;
+    case FBX_IR_COORD_ALIGN_CORNERS: return out == 1 ? 0.0 : xo * (double)(in - 1) / (double)(out - 1);
+    case FBX_IR_COORD_TF_HALF_PIXEL_FOR_NN: return (xo + 0.5) / scale;
+    case FBX_IR_COORD_TF_CROP_AND_RESIZE:
+      return out > 1 ? roi_s * (in - 1) + xo * (roi_e - roi_s) * (in - 1) / (double)(out - 1)
+                     : 0.5 * (roi_s + roi_e) * (in - 1);
+    default: return (xo + 0.5) / scale - 0.5;
+  }
+}
+
+static int64_t fbx__rs_nearest(const fbx_ir_node *node, double x) {
+  double f = floor(x);
+  switch (node->params.resize.nearest) {
+    case FBX_IR_NEAREST_FLOOR: return (int64_t)f;
+    case FBX_IR_NEAREST_CEIL: return (int64_t)ceil(x);
+    case FBX_IR_NEAREST_ROUND_PREFER_CEIL: return (int64_t)(x - f >= 0.5 ? f + 1 : f);
+    default: return (int64_t)(x - f > 0.5 ? f + 1 : f);
+  }
+}
+
+fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
+  const fbx_tensor *x = &in[0];
+  fbx_tensor *y = &out[0];
+  int r = x->rank;
+  fbx_ir_resize_mode mode = node->params.resize.mode;
+  if (mode == FBX_IR_RESIZE_CUBIC) return FBX_ERR_NOTIMPL("RESIZE: cubic mode not implemented on cpu");
+  if (mode == FBX_IR_RESIZE_LINEAR && x->dtype != FBX_DTYPE_F32) return FBX_ERR_NOTIMPL("RESIZE: linear needs F32");
+  bool has_scales = fbx_cpu_present(in, n_in, 2) && fbx_cpu_numel(&in[2]) == r;
+  bool has_roi = fbx_cpu_present(in, n_in, 1) && fbx_cpu_numel(&in[1]) == 2 * r;
+  int64_t sum = 0;
+  for (int d = 0; d < r; d++) sum += y->dims[d];
+  fbx__rs_tap *taps = fbx_cpu_scratch(c, (size_t)(sum + 1) * sizeof(fbx__rs_tap));
+  if (!taps) return FBX_ERR_OOM();
+  fbx__rs_tap *t[FBX_MAX_RANK];
+  bool interp[FBX_MAX_RANK];
+  int64_t o = 0;
+  float extrap = node->params.resize.extrapolation_value;
+  bool crop = node->params.resize.coord == FBX_IR_COORD_TF_CROP_AND_RESIZE;
+  for (int d = 0; d < r; d++) {
+    t[d] = taps + o;
+    o += y->dims[d];
+    int64_t ind = x->dims[d], outd = y->dims[d];
+    double scale = has_scales ? fbx_cpu_read_f64(&in[2], d) : (double)outd / (double)(ind ? ind : 1);
+    double rs = has_roi ? fbx_cpu_read_f64(&in[1], d) : 0, re = has_roi ? fbx_cpu_read_f64(&in[1], r + d) : 1;
+    interp[d] = ind != outd || crop || scale != 1.0;
+    for (int64_t i = 0; i < outd; i++) {
+      double xs = fbx__rs_coord(node, (double)i, ind, outd, scale, rs, re);
+      fbx__rs_tap *tp = &t[d][i];
+      tp->outside = crop && (xs < 0 || xs > (double)(ind - 1));
+      if (mode == FBX_IR_RESIZE_NEAREST) {
+        int64_t k = fbx__rs_nearest(node, xs);
+        k = k < 0 ? 0 : k >= ind ? ind - 1 : k;
+        tp->i0 = tp->i1 = k;
+        tp->w1 = 0;
+      } else {
+        if (xs < 0) xs = 0;
+        if (xs > (double)(ind - 1)) xs = (double)(ind - 1);
+        int64_t k = (int64_t)floor(xs);
+        tp->i0 = k;
+        tp->i1 = k + 1 < ind ? k + 1 : ind - 1;
+        tp->w1 = (float)(xs - (double)k);
+      }
+    }
+  }
+  int64_t xs_[FBX_MAX_RANK], idx[FBX_MAX_RANK] = {0};
+  fbx_cpu_strides(x, xs_);
+  int64_t total = fbx_cpu_numel(y);
+  size_t e = fbx_dtype_size(x->dtype);
+  int nI = 0, id[FBX_MAX_RANK];
+  for (int d = 0; d < r; d++)
+    if (interp[d] && mode == FBX_IR_RESIZE_LINEAR) id[nI++] = d;
+  if (nI > 6) return FBX_ERR_NOTIMPL("RESIZE: linear over %d dims", nI);
+  info->variant = mode == FBX_IR_RESIZE_NEAREST ? "resize_nearest" : "resize_linear_separable";
+  for (int64_t oi = 0; oi < total; oi++) {
+    bool outside = false;
+    int64_t base = 0;
+    for (int d = 0; d < r; d++) {
+      const fbx__rs_tap *tp = &t[d][idx[d]];
+      outside |= tp->outside;
+      if (!(mode == FBX_IR_RESIZE_LINEAR && interp[d])) base += tp->i0 * xs_[d];
+    }
+    if (mode == FBX_IR_RESIZE_NEAREST) {
+      if (outside && x->dtype == FBX_DTYPE_F32) ((float *)y->data)[oi] = extrap;
+      else memcpy((unsigned char *)y->data + oi * (int64_t)e, (const unsigned char *)x->data + base * (int64_t)e, e);
+    } else if (outside) {
+      ((float *)y->data)[oi] = extrap;
+    } else {
+      double acc = 0;
+      for (int m = 0; m < (1 << nI); m++) {
+        double w = 1;
+        int64_t off = base;
+        for (int q = 0; q < nI; q++) {
+          const fbx__rs_tap *tp = &t[id[q]][idx[id[q]]];
+          bool hi = (m >> q) & 1;
+          w *= hi ? tp->w1 : 1.0 - tp->w1;
+          off += (hi ? tp->i1 : tp->i0) * xs_[id[q]];
+        }
+        if (w != 0) acc += w * ((const float *)x->data)[off];
+      }
+      ((float *)y->data)[oi] = (float)acc;
+    }
+    for (int d = r - 1; d >= 0; d--) {
+      if (++idx[d] < y->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return NULL;
+}
