@@ -78,6 +78,11 @@ bool fbx__onnx_claim_resize(const fbx_onnx_cctx *c) {
   bool scales_empty = !sv || (st && fbx__onnx_tensor_numel(st) == 0) || (sv->rank == 1 && sv->dims[0] == 0);
   if (scales_empty && !zv) return fbx__onnx_fail(c, "neither scales nor sizes given");
   if (!scales_empty && zv) return fbx__onnx_fail(c, "both scales and sizes given");
+  /* With scales, the ONNX reference divides by the fractional resized length
+   * (in*scale - 1) while ORT divides by the integer output length - 1: they
+   * disagree whenever in*scale is not whole. Declined rather than be wrong for one. */
+  if (!scales_empty && strcmp(ct, "align_corners") == 0)
+    return fbx__onnx_fail(c, "align_corners with scales not supported (ONNX and ORT disagree on the resized length; give sizes)");
   if (st && !scales_empty) {
     double sc[FBX_MAX_RANK];
     int ns;

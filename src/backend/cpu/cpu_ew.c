@@ -575,10 +575,6 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
   else
     fbx__ew_task(pl, 0, nblk, 0);
   if (atomic_load(&pl->failed)) {
-    for (int i = 0; i < prog->n_instrs; i++) {
-      const fbx_ir_ew_instr *ins = &prog->instrs[i];
-      (void)ins;
-    }
     return FBX_ERR_NOTIMPL("EW: unsupported op/dtype combination in program (first op %s, out %s)",
                            prog->n_instrs ? fbx_ir_op_name(prog->instrs[0].op) : "-",
                            fbx_dtype_name(out->dtype));

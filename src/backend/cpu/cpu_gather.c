@@ -37,7 +37,7 @@ fbx_status *fbx_cpu_k_GATHER(FBX_CPU_KERNEL_ARGS) {
   const unsigned char *sp = x->data;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < ni; j++) {
-      int64_t v;
+      int64_t v = 0;
       FBX_TRY(fbx__gt_index(ind, j, A, "GATHER", &v));
       memcpy(dp, sp + (size_t)(o * A + v) * row, row);
       dp += row;
@@ -55,7 +55,7 @@ fbx_status *fbx_cpu_k_GATHER_ELEMENTS(FBX_CPU_KERNEL_ARGS) {
   int64_t n = fbx_cpu_numel(ind);
   size_t e = fbx__esz(x);
   for (int64_t i = 0; i < n; i++) {
-    int64_t v, off = 0;
+    int64_t v = 0, off = 0;
     FBX_TRY(fbx__gt_index(ind, i, x->dims[axis], "GATHER_ELEMENTS", &v));
     for (int d = 0; d < r; d++) off += (d == axis ? v : idx[d]) * xs[d];
     memcpy((unsigned char *)out[0].data + i * (int64_t)e, (const unsigned char *)x->data + off * (int64_t)e, e);
@@ -87,7 +87,7 @@ fbx_status *fbx_cpu_k_GATHER_ND(FBX_CPU_KERNEL_ARGS) {
     for (int64_t t = 0; t < per_batch; t++) {
       int64_t off = bi * xbatch, base = (bi * per_batch + t) * k;
       for (int64_t j = 0; j < k; j++) {
-        int64_t v;
+        int64_t v = 0;
         FBX_TRY(fbx__gt_index(ind, base + j, x->dims[b + j], "GATHER_ND", &v));
         off += v * xs[b + j];
       }
@@ -129,7 +129,7 @@ fbx_status *fbx_cpu_k_SCATTER_ELEMENTS(FBX_CPU_KERNEL_ARGS) {
   fbx_cpu_strides(x, xs);
   int64_t n = fbx_cpu_numel(ind);
   for (int64_t i = 0; i < n; i++) {
-    int64_t v, off = 0;
+    int64_t v = 0, off = 0;
     FBX_TRY(fbx__gt_index(ind, i, x->dims[axis], "SCATTER_ELEMENTS", &v));
     for (int d = 0; d < r; d++) off += (d == axis ? v : idx[d]) * xs[d];
     fbx__sc_apply(&out[0], off, u, i, red);
@@ -157,7 +157,7 @@ fbx_status *fbx_cpu_k_SCATTER_ND(FBX_CPU_KERNEL_ARGS) {
   for (int64_t t = 0; t < nt; t++) {
     int64_t off = 0;
     for (int64_t j = 0; j < k; j++) {
-      int64_t v;
+      int64_t v = 0;
       FBX_TRY(fbx__gt_index(ind, t * k + j, x->dims[j], "SCATTER_ND", &v));
       off += v * xs[j];
     }
