@@ -5,6 +5,7 @@
 
 #include "../base/alloc.h"
 #include "../onnx/onnx_cluster.h"
+#include "../onnx/onnx_rank.h"
 #include "../onnx/onnx_registry.h"
 #include "ep_graph.h"
 
@@ -67,6 +68,18 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
   const fbx_onnx_graph *g = &d.g;
   int n = g->n_nodes;
   fbx_status *st = NULL;
+  /* ranks/dims ORT left unknown: inferred[v] marks values we filled in */
+  bool *inferred = fbx_calloc((size_t)(d.g.n_values ? d.g.n_values : 1), sizeof(bool));
+  if (!inferred) {
+    fbx_ep_graph_free(&d);
+    return FBX_ERR_OOM();
+  }
+  st = fbx_onnx_graph_infer_shapes(&d.g, inferred);
+  if (st) {
+    fbx_free(inferred);
+    fbx_ep_graph_free(&d);
+    return st;
+  }
   bool *claimed = fbx_calloc((size_t)(n ? n : 1), sizeof(bool));
   int *cluster_of = fbx_malloc((size_t)(n ? n : 1) * sizeof(int));
   char *reasons = fbx_calloc((size_t)(n ? n : 1), FBX_REASON_SIZE);
@@ -81,8 +94,10 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
     if (!claimed[i] && !r[0]) snprintf(r, FBX_REASON_SIZE, "not supported");
   }
   int n_groups = 0;
-  st = fbx_onnx_cluster(g, claimed, FBX_MIN_GROUP_NODES, cluster_of, &n_groups);
-  if (st) goto done;
+  do { /* an inferred-rank value must not enter a group from outside (Compile would not know it) */
+    st = fbx_onnx_cluster(g, claimed, FBX_MIN_GROUP_NODES, cluster_of, &n_groups);
+    if (st) goto done;
+  } while (fbx_onnx_rank_guard(g, inferred, cluster_of, claimed, reasons, FBX_REASON_SIZE) > 0);
   for (int i = 0; i < n; i++) /* claimable but released by clustering */
     if (claimed[i] && cluster_of[i] < 0)
       snprintf(reasons + (size_t)i * FBX_REASON_SIZE, FBX_REASON_SIZE, "fused group smaller than %d nodes",
@@ -123,6 +138,7 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
                                     reasons + (size_t)i * FBX_REASON_SIZE);
   if (fbx_trace_enabled()) trace_getcapability(g, cluster_of, reasons, n_claimed, n_groups);
 done:
+  fbx_free(inferred);
   fbx_free(claimed);
   fbx_free(cluster_of);
   fbx_free(reasons);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
+#include "../onnx/onnx_rank.h"
 #include "../onnx/onnx_registry.h"
 #include "ep_graph.h"
 
@@ -20,8 +21,9 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
   *out = NULL;
   fbx_ep_graph d;
   FBX_TRY(fbx_ep_graph_build(graph, fused, &d));
-  fbx_status *st = NULL;
   fbx_ir_graph *ir = NULL;
+  fbx_status *st = fbx_onnx_graph_infer_ranks(&d.g); /* as GetCapability saw it */
+  if (st) goto fail;
   const char *fname = NULL;
   OrtStatus *os = FBX_ORT->Node_GetName(fused, &fname);
   if (os) {

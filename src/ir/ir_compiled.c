@@ -15,6 +15,7 @@ struct fbx_ir_compiled {
   fbx_ir_compile_options opt;
   char *name;
   void **const_buf;            /* per value id: backend copy of an original constant (non-host-visible) */
+  fbx__ir_prep_cache *prep;    /* node states shared by every plan (prepared at create) */
   pthread_mutex_t mu;
   bool decoder;
   fbx__ir_plan **plans; int n_plans;
@@ -120,6 +121,16 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
       }
     }
   }
+  /* prepare once, here (ORT calls create at session creation), so that no
+   * plan and no first run pays for e.g. weight packing */
+  if (c->opt.compile) {
+    fbx_status *st = fbx__ir_prep_cache_create(g, be, c->const_buf, &c->prep);
+    if (st) {
+      fbx_ir_compiled_destroy(c);
+      return st;
+    }
+    fbx__ir_prep_cache_eager(c->prep);
+  }
   *out = c;
   return NULL;
 }
@@ -127,6 +138,7 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
 void fbx_ir_compiled_destroy(fbx_ir_compiled *c) {
   if (!c) return;
   for (int i = 0; i < c->n_plans; i++) fbx__ir_plan_destroy(c->plans[i]);
+  fbx__ir_prep_cache_destroy(c->prep); /* after the plans that borrow its states */
   for (int v = 0; v < c->g->n_values; v++)
     if (c->const_buf[v]) c->be->vt->buffer_free(c->be, c->const_buf[v]);
   for (int p = 0; p < FBX_IR_PATH_COUNT; p++)
@@ -213,7 +225,7 @@ static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *input
                                      fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
   fbx__ir_plan_opts o = {0};
   fbx__ir_plan *p;
-  FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, &o, inputs, n_inputs, &p));
+  FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &p));
   fbx_status *st = fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, report);
   fbx__ir_plan_destroy(p);
   return st;
@@ -239,8 +251,14 @@ static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inpu
     uint64_t t0 = fbx_trace_now_ns();
     fbx__ir_plan_opts o = {.fold = c->be->vt->host_visible, .fold_shapes = !decode, .fuse = true,
                            .prepare = true, .reuse_slots = true};
-    fbx_status *st = fbx__ir_plan_build(c->g, c->be, c->const_buf, &o, inputs, n_inputs, &p);
-    r->compile_ns = fbx_trace_now_ns() - t0;
+    fbx_status *st = fbx__ir_plan_build(c->g, c->be, c->const_buf, c->prep, &o, inputs, n_inputs, &p);
+    uint64_t t1 = fbx_trace_now_ns();
+    r->compile_ns = t1 - t0;
+    if (fbx_trace_enabled()) {
+      fbx_trace_arg a[] = {FBX_TARG_S("path", fbx_ir_path_name(path)), FBX_TARG_S("shape_key", r->shape_key),
+                           FBX_TARG_I("steps", p ? p->n_steps : 0)};
+      fbx_trace_complete("ir.plan_build", "ir", t0, t1, a, 3);
+    }
     if (st) {
       r->fell_back = true;
       snprintf(r->fallback_reason, sizeof r->fallback_reason, "%s", fbx_status_message(st));

@@ -91,47 +91,25 @@ static fbx_status *fbx__ir_plan_consts(fbx__ir_plan *p, const fbx_ir_graph *orig
   return NULL;
 }
 
-static fbx_status *fbx__ir_plan_prepare(fbx__ir_plan *p) {
+/* Node states for steps with constant inputs: the compiled object's shared
+ * state when this node is an original node over original constants, else
+ * prepared (and later released) by this plan. */
+static fbx_status *fbx__ir_plan_prepare(fbx__ir_plan *p, fbx__ir_prep_cache *prep) {
   fbx_backend *be = p->be;
   fbx_ir_graph *g = p->g;
   if (!be->vt->node_prepare) return NULL;
-  for (int s = 0; s < p->n_steps; s++) {
+  void **dev = fbx_calloc((size_t)g->n_values + 1, sizeof(void *));
+  if (!dev) return FBX_ERR_OOM();
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].kind == FBX_IR_VALUE_CONST) dev[v] = p->rt[v].data;
+  fbx_status *st = NULL;
+  for (int s = 0; s < p->n_steps && !st; s++) {
     int nid = p->steps[s];
-    const fbx_ir_node *n = &g->nodes[nid];
-    const fbx_tensor *cins[FBX_IR_MAX_INPUTS];
-    fbx_tensor ins[FBX_IR_MAX_INPUTS];
-    bool any = false;
-    for (int i = 0; i < n->n_inputs; i++) {
-      int v = n->inputs[i];
-      cins[i] = NULL;
-      memset(&ins[i], 0, sizeof ins[i]);
-      ins[i].rank = -1;
-      if (v == FBX_IR_NONE) continue;
-      const fbx_ir_value *val = &g->values[v];
-      ins[i].dtype = val->dtype;
-      ins[i].rank = val->rank;
-      memcpy(ins[i].dims, val->dims, sizeof ins[i].dims);
-      if (val->kind == FBX_IR_VALUE_CONST) {
-        ins[i].data = p->rt[v].data;
-        cins[i] = &ins[i];
-        any = true;
-      }
-    }
-    if (!any) continue;
-    /* const_inputs carry host data (the graph's copy), inputs carry backend memory */
-    fbx_tensor host[FBX_IR_MAX_INPUTS];
-    const fbx_tensor *hp[FBX_IR_MAX_INPUTS];
-    for (int i = 0; i < n->n_inputs; i++) {
-      hp[i] = NULL;
-      if (!cins[i]) continue;
-      host[i] = ins[i];
-      host[i].data = g->values[n->inputs[i]].data;
-      hp[i] = &host[i];
-    }
-    FBX_TRY(be->vt->node_prepare(be, n, hp, ins, &p->states[nid]));
-    p->prepared[nid] = true;
+    if (fbx__ir_prep_cache_get(prep, g, nid, &p->states[nid])) continue;
+    st = fbx__ir_node_prepare(be, g, nid, dev, &p->states[nid], &p->prepared[nid]);
   }
-  return NULL;
+  fbx_free(dev);
+  return st;
 }
 
 /* Liveness-based slot assignment. A value gets a slot unless it is written
@@ -184,8 +162,8 @@ static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
 }
 
 fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const *const_bufs,
-                               const fbx__ir_plan_opts *o, const fbx_tensor *inputs, int n_inputs,
-                               fbx__ir_plan **out) {
+                               fbx__ir_prep_cache *prep, const fbx__ir_plan_opts *o, const fbx_tensor *inputs,
+                               int n_inputs, fbx__ir_plan **out) {
   *out = NULL;
   fbx__ir_plan *p = fbx_calloc(1, sizeof(*p));
   if (!p) return FBX_ERR_OOM();
@@ -235,7 +213,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     p->direct_out[v] = be->vt->host_visible && g->values[v].kind == FBX_IR_VALUE_NODE;
   }
   if ((st = fbx__ir_plan_consts(p, orig, const_bufs))) goto fail;
-  if (o->prepare && (st = fbx__ir_plan_prepare(p))) goto fail;
+  if (o->prepare && (st = fbx__ir_plan_prepare(p, prep))) goto fail;
   if ((st = fbx__ir_plan_slots(p, o->reuse_slots))) goto fail;
   fbx_free(dead);
   *out = p;

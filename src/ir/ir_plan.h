@@ -21,8 +21,8 @@ typedef struct fbx__ir_plan {
   bool owns_graph;
   fbx_backend *be;
   int *steps; int n_steps;             /* live node ids, topological */
-  void **states;                       /* per node id: node_prepare state or NULL */
-  bool *prepared;                      /* per node id: node_prepare was called */
+  void **states;                       /* per node id: node_prepare state or NULL (plan-owned or shared) */
+  bool *prepared;                      /* per node id: node_prepare was called by this plan (release it) */
   const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW, else NULL */
   int *slot_of;                        /* per value id: slot or -1 */
   bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
@@ -37,12 +37,44 @@ typedef struct fbx__ir_plan {
   uint64_t last_used;
 } fbx__ir_plan;
 
+/* Node states prepared once per compiled subgraph and shared by all its
+ * plans, indexed by original node id (see ir_prep.c). Owns the states;
+ * destroy after every plan that uses them. */
+typedef struct fbx__ir_prep_cache {
+  const fbx_ir_graph *g;       /* the original graph (borrowed) */
+  fbx_backend *be;             /* borrowed */
+  void *const *const_bufs;     /* per value id: backend copy of an original constant, or NULL */
+  void **state;                /* per original node id: node_prepare state */
+  bool *done;                  /* per original node id: node_prepare ran (state may be NULL) */
+  bool *failed;                /* per original node id: node_prepare failed (not retried) */
+  int n_prepared;
+  uint64_t eager_ns;           /* time of fbx__ir_prep_cache_eager */
+} fbx__ir_prep_cache;
+
+fbx_status *fbx__ir_prep_cache_create(const fbx_ir_graph *g, fbx_backend *be, void *const *const_bufs,
+                                      fbx__ir_prep_cache **out);
+void fbx__ir_prep_cache_destroy(fbx__ir_prep_cache *pc);  /* releases the states; NULL is fine */
+/* Prepare now every node that has constant inputs and will stay a run-time
+ * step of every plan (all-constant nodes are left to folding). Errors are
+ * not fatal here: such nodes prepare per plan, which reports them. */
+void fbx__ir_prep_cache_eager(fbx__ir_prep_cache *pc);
+/* The shared state of plan node nid of plan graph pg (prepared on first use):
+ * true when the node is the original node unchanged over the same constants
+ * and node_prepare succeeded; the plan must not release *state. */
+bool fbx__ir_prep_cache_get(fbx__ir_prep_cache *pc, const fbx_ir_graph *pg, int nid, void **state);
+/* One node_prepare call for node nid of g: constant inputs pass host data in
+ * const_inputs and dev[v] (or the host data when dev/dev[v] is NULL) in
+ * inputs. *called: node_prepare ran (the node has a constant input). */
+fbx_status *fbx__ir_node_prepare(fbx_backend *be, const fbx_ir_graph *g, int nid, void *const *dev, void **state,
+                                 bool *called);
+
 /* Build a plan for graph g. inputs (the run's inputs) give concrete shapes
  * for fold_shapes. const_bufs[v] (may be NULL) is the compiled object's
- * backend copy of original constant v. On failure *out is NULL. */
+ * backend copy of original constant v. prep (may be NULL) supplies shared
+ * node states (used when o->prepare). On failure *out is NULL. */
 fbx_status *fbx__ir_plan_build(fbx_ir_graph *g, fbx_backend *be, void *const *const_bufs,
-                               const fbx__ir_plan_opts *o, const fbx_tensor *inputs, int n_inputs,
-                               fbx__ir_plan **out);
+                               fbx__ir_prep_cache *prep, const fbx__ir_plan_opts *o, const fbx_tensor *inputs,
+                               int n_inputs, fbx__ir_plan **out);
 void fbx__ir_plan_destroy(fbx__ir_plan *p);
 
 /* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */

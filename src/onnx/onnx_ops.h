@@ -173,5 +173,16 @@ FBX__ONNX_FAMILY(conv)
 FBX__ONNX_FAMILY(pool)
 FBX__ONNX_FAMILY(gpool)
 FBX__ONNX_FAMILY(resize)
+/* composed ops (onnx_ops_extra.c) */
+FBX__ONNX_FAMILY(size)
+FBX__ONNX_FAMILY(shrink)
+FBX__ONNX_FAMILY(eyelike)
+FBX__ONNX_FAMILY(compress)
+FBX__ONNX_FAMILY(einsum)
+FBX__ONNX_FAMILY(dequant)
+FBX__ONNX_FAMILY(quant)
+FBX__ONNX_FAMILY(dynquant)
+FBX__ONNX_FAMILY(mmint)
+FBX__ONNX_FAMILY(qlmm)
 
 #endif

@@ -100,8 +100,12 @@ fbx_status *fbx__onnx_tr_conv(fbx_onnx_tctx *t) {
 
 /* ======================= pools ======================= */
 
+/* MaxPool on small ints runs in float32 (exact: every value fits the mantissa). */
+#define FBX__ONNX_POOL_SMALL_INT (FBX__DT(I8) | FBX__DT(U8) | FBX__DT(I16) | FBX__DT(U16))
+
 bool fbx__onnx_claim_pool(const fbx_onnx_cctx *c) {
-  if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX__DT(F32), "input")) return false;
+  uint32_t dts = FBX__DT(F32) | (c->e->aux == FBX_IR_OP_MAXPOOL ? FBX__ONNX_POOL_SMALL_INT : 0u);
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), dts, "input")) return false;
   if (!fbx__onnx_no_out(c, 1, "Indices")) return false;
   fbx_ir_params p;
   return fbx__onnx_conv_params(c, NULL, &p);
@@ -113,7 +117,16 @@ fbx_status *fbx__onnx_tr_pool(fbx_onnx_tctx *t) {
   if (!fbx__onnx_conv_params(&c, NULL, &p)) return FBX_ERR_NOTIMPL("%s: bad attributes", t->n->op_type);
   int x;
   FBX_TRY(fbx__onnx_tin(t, 0, &x));
-  return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, &x, 1, &p);
+  fbx_dtype dt = fbx__onnx_tin_value(t, 0)->dtype;
+  if (dt == FBX_DTYPE_F32) return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, &x, 1, &p);
+  int rank = fbx__onnx_tin_value(t, 0)->rank, xf, yf;
+  fbx_ir_params cp;
+  memset(&cp, 0, sizeof cp);
+  cp.ew.to = FBX_DTYPE_F32;
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CAST, &x, 1, &cp, FBX_DTYPE_F32, rank, &xf));
+  FBX_TRY(fbx__onnx_emit(t, (fbx_ir_op)t->e->aux, &xf, 1, &p, FBX_DTYPE_F32, rank, &yf));
+  cp.ew.to = dt;
+  return fbx__onnx_emit_out(t, FBX_IR_OP_CAST, &yf, 1, &cp);
 }
 
 bool fbx__onnx_claim_gpool(const fbx_onnx_cctx *c) {

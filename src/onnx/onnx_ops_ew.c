@@ -88,7 +88,8 @@ fbx_status *fbx__onnx_tr_identity(fbx_onnx_tctx *t) {
 /* Dropout (inference): IDENTITY. The mask output and training mode are declined. */
 bool fbx__onnx_claim_dropout(const fbx_onnx_cctx *c) {
   if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX_ONNX_DT_FLOAT, "input")) return false;
-  if (!fbx__onnx_no_out(c, 1, "mask")) return false;
+  const fbx_onnx_value *mask = fbx__onnx_cout(c, 1);
+  if (mask && mask->dtype != FBX_DTYPE_BOOL) return fbx__onnx_fail(c, "mask output must be bool");
   if (fbx__onnx_cin(c, 2)) {
     const fbx_onnx_tensor *tm = fbx__onnx_cconst(c, 2, "training_mode");
     if (!tm) return false;
@@ -98,7 +99,22 @@ bool fbx__onnx_claim_dropout(const fbx_onnx_cctx *c) {
   }
   return true;
 }
-fbx_status *fbx__onnx_tr_dropout(fbx_onnx_tctx *t) { return fbx__onnx_tr_identity(t); }
+/* Inference: y = x; the optional mask is all true: CONSTANT_OF_SHAPE(SHAPE(x), true). */
+fbx_status *fbx__onnx_tr_dropout(fbx_onnx_tctx *t) {
+  FBX_TRY(fbx__onnx_tr_identity(t));
+  const fbx_onnx_value *mask = fbx__onnx_tout_value(t, 1);
+  if (!mask) return NULL;
+  int x, shp, m;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  fbx_ir_params sp = fbx__onnx_params0();
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_SHAPE, &x, 1, &sp, FBX_DTYPE_I64, 1, &shp));
+  fbx_ir_params fp = fbx__onnx_params0();
+  fp.fill.dtype = FBX_DTYPE_BOOL;
+  fp.fill.value = 1.0;
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CONSTANT_OF_SHAPE, &shp, 1, &fp, FBX_DTYPE_BOOL, mask->rank, &m));
+  fbx__onnx_bind(t, 1, m);
+  return NULL;
+}
 
 /* ======================= Cast / CastLike ======================= */
 
@@ -211,7 +227,12 @@ fbx_status *fbx__onnx_tr_bitshift(fbx_onnx_tctx *t) {
 bool fbx__onnx_claim_pow(const fbx_onnx_cctx *c) {
   const fbx_onnx_value *a = fbx__onnx_cin(c, 0), *b = fbx__onnx_cin(c, 1), *y = fbx__onnx_cout(c, 0);
   if (c->n->n_inputs != 2 || !a || !b) return fbx__onnx_fail(c, "expects 2 inputs");
-  if (!fbx__onnx_dt_ok(c, a, FBX_ONNX_DT_FLOAT, "base")) return false;
+  if (!fbx__onnx_dt_ok(c, a, FBX_ONNX_DT_NUM, "base")) return false;
+  if (!fbx_dtype_is_float(a->dtype)) { /* int base: composed in float64 (as ORT: std::pow, truncated) */
+    if (!fbx__onnx_dt_ok(c, b, FBX_ONNX_DT_NUM, "exponent")) return false;
+    if (y->dtype != a->dtype) return fbx__onnx_fail(c, "output dtype differs from base dtype");
+    return true;
+  }
   if (a->dtype != b->dtype) {
     if (a->dtype == FBX_DTYPE_F16) return fbx__onnx_fail(c, "float16 base with %s exponent not supported",
                                                         fbx_dtype_name(b->dtype));
@@ -220,7 +241,23 @@ bool fbx__onnx_claim_pow(const fbx_onnx_cctx *c) {
   if (y->dtype != a->dtype) return fbx__onnx_fail(c, "output dtype differs from base dtype");
   return true;
 }
-fbx_status *fbx__onnx_tr_pow(fbx_onnx_tctx *t) { return fbx__onnx_tr_bin(t, FBX_IR_OP_POW, NULL); }
+/* Integer base: CAST(POW(CAST(a, f64), CAST(b, f64)), int) — float->int casts truncate toward
+ * zero, which is what ORT's int Pow (std::pow in double, then static_cast) does. */
+fbx_status *fbx__onnx_tr_pow(fbx_onnx_tctx *t) {
+  const fbx_onnx_value *a = fbx__onnx_tin_value(t, 0), *y = fbx__onnx_tout_value(t, 0);
+  if (fbx_dtype_is_float(a->dtype)) return fbx__onnx_tr_bin(t, FBX_IR_OP_POW, NULL);
+  int ins[2], cv[2], pw;
+  fbx_ir_params p = fbx__onnx_params0();
+  p.ew.to = FBX_DTYPE_F64;
+  for (int i = 0; i < 2; i++) {
+    FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+    if (t->ir->values[ins[i]].dtype == FBX_DTYPE_F64) { cv[i] = ins[i]; continue; }
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CAST, &ins[i], 1, &p, FBX_DTYPE_F64, t->ir->values[ins[i]].rank, &cv[i]));
+  }
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_POW, cv, 2, NULL, FBX_DTYPE_F64, y->rank, &pw));
+  p.ew.to = y->dtype;
+  return fbx__onnx_emit_out(t, FBX_IR_OP_CAST, &pw, 1, &p);
+}
 
 /* ======================= Where ======================= */
 

@@ -85,8 +85,9 @@ fbx_status *fbx__onnx_tr_scatter(fbx_onnx_tctx *t) {
 
 bool fbx__onnx_claim_onehot(const fbx_onnx_cctx *c) {
   const fbx_onnx_value *idx = fbx__onnx_cin(c, 0), *depth = fbx__onnx_cin(c, 1), *vals = fbx__onnx_cin(c, 2);
-  if (!fbx__onnx_dt_ok(c, idx, FBX_ONNX_DT_IDX, "indices")) return false;
-  if (!fbx__onnx_dt_ok(c, depth, FBX_ONNX_DT_IDX, "depth")) return false;
+  /* any numeric indices (the kernel truncates them to int64) and depth (cast to int64) */
+  if (!fbx__onnx_dt_ok(c, idx, FBX_ONNX_DT_NUM, "indices")) return false;
+  if (!fbx__onnx_dt_ok(c, depth, FBX_ONNX_DT_NUM, "depth")) return false;
   if (!fbx__onnx_dt_ok(c, vals, FBX_ONNX_DT_ALL, "values")) return false;
   if (depth->rank > 1 || vals->rank != 1) return fbx__onnx_fail(c, "depth must be a scalar and values 1-D");
   int a;
@@ -100,6 +101,8 @@ fbx_status *fbx__onnx_tr_onehot(fbx_onnx_tctx *t) {
   fbx__onnx_axis(fbx_onnx_attr_int(t->n, "axis", -1), fbx__onnx_tin_value(t, 0)->rank + 1, false, &p.axis.axis);
   int ins[3];
   for (int i = 0; i < 3; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+  if (t->ir->values[ins[1]].dtype != FBX_DTYPE_I64 && t->ir->values[ins[1]].dtype != FBX_DTYPE_I32)
+    FBX_TRY(fbx__onnx_to_i64(t, ins[1], &ins[1]));
   return fbx__onnx_emit_out(t, FBX_IR_OP_ONE_HOT, ins, 3, &p);
 }
 

@@ -304,9 +304,10 @@ static bool fbx__onnx_slice_check(const fbx_onnx_cctx *c, int64_t *axes, int *n_
       if (v && v->rank != 1) return fbx__onnx_fail(c, "starts/ends/axes/steps must be 1-D");
     }
     if (fbx__onnx_cin(c, 3)) {
-      const fbx_onnx_tensor *at = fbx__onnx_cconst(c, 3, "axes input");
-      if (!at) return false;
-      if (!fbx__onnx_tensor_ints(at, axes, FBX_MAX_RANK, n_axes)) return fbx__onnx_fail(c, "axes unreadable");
+      /* runtime axes: the IR SLICE reads them at run time (*n_axes = -2) */
+      const fbx_onnx_tensor *at = fbx__onnx_value_const(c->g, c->n->inputs[3]);
+      if (!at) *n_axes = -2;
+      else if (!fbx__onnx_tensor_ints(at, axes, FBX_MAX_RANK, n_axes)) return fbx__onnx_fail(c, "axes unreadable");
     }
     const fbx_onnx_tensor *st = fbx__onnx_cin(c, 4) ? fbx__onnx_value_const(c->g, c->n->inputs[4]) : NULL;
     if (st) {
@@ -361,6 +362,11 @@ fbx_status *fbx__onnx_tr_slice(fbx_onnx_tctx *t) {
   }
   if (n_axes >= 0) {
     FBX_TRY(fbx__onnx_const_i64s(t, axes, n_axes, &ins[3]));
+    if (nin < 4) nin = 4;
+  } else if (n_axes == -2) {
+    int aid;
+    FBX_TRY(fbx__onnx_tin(t, 3, &aid));
+    FBX_TRY(fbx__onnx_to_i64(t, aid, &ins[3]));
     if (nin < 4) nin = 4;
   } else if (nin == 5) {
     ins[3] = FBX_IR_NONE;

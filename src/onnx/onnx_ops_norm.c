@@ -66,18 +66,40 @@ fbx_status *fbx__onnx_tr_softmax(fbx_onnx_tctx *t) {
 
 /* ======================= LayerNormalization ======================= */
 
+/* scale/bias v must broadcast as a suffix of x's normalised dims: after its
+ * leading 1s, its dims equal x's trailing dims (the kernel indexes i % numel). */
+static bool fbx__onnx_ln_suffix(const fbx_onnx_value *v, const fbx_onnx_value *x, int axis) {
+  int k = 0;
+  while (k < v->rank && v->dims[k] == 1) k++;
+  int m = v->rank - k;
+  if (m > x->rank - axis) return false;
+  for (int i = 0; i < m; i++) {
+    int64_t a = v->dims[k + i], b = x->dims[x->rank - m + i];
+    if (a < 0 || a != b) return false;
+  }
+  return true;
+}
+
 bool fbx__onnx_claim_layernorm(const fbx_onnx_cctx *c) {
   const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *s = fbx__onnx_cin(c, 1), *b = fbx__onnx_cin(c, 2);
   if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
   if (!s || s->dtype != x->dtype || (b && b->dtype != x->dtype))
     return fbx__onnx_fail(c, "scale/bias must be present (scale) and of the input dtype");
-  if (!fbx__onnx_no_out(c, 1, "Mean") || !fbx__onnx_no_out(c, 2, "InvStdDev")) return false;
   int a;
   if (x->rank < 1 || !fbx__onnx_axis(fbx_onnx_attr_int(c->n, "axis", -1), x->rank, false, &a))
     return fbx__onnx_fail(c, "axis out of range");
+  if (fbx_onnx_attr_int(c->n, "stash_type", 1) != 1) return fbx__onnx_fail(c, "stash_type other than float not supported");
+  if (!fbx__onnx_ln_suffix(s, x, a) || (b && !fbx__onnx_ln_suffix(b, x, a)))
+    return fbx__onnx_fail(c, "scale/bias shape is not a static suffix of the normalised dims");
+  for (int i = 1; i <= 2; i++) {
+    const fbx_onnx_value *o = fbx__onnx_cout(c, i);
+    if (o && o->dtype != FBX_DTYPE_F32) return fbx__onnx_fail(c, "output %d must be float32", i);
+  }
   return true;
 }
 
+/* Y plus the optional Mean / InvStdDev outputs (float32, normalised dims = 1),
+ * which the LAYER_NORM kernel fills when present. */
 fbx_status *fbx__onnx_tr_layernorm(fbx_onnx_tctx *t) {
   const fbx_onnx_value *x = fbx__onnx_tin_value(t, 0);
   fbx_ir_params p = fbx__onnx_p0();
@@ -85,7 +107,18 @@ fbx_status *fbx__onnx_tr_layernorm(fbx_onnx_tctx *t) {
   p.norm.epsilon = fbx_onnx_attr_float(t->n, "epsilon", 1e-5f);
   int ins[3];
   for (int i = 0; i < 3; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
-  return fbx__onnx_emit_out(t, FBX_IR_OP_LAYER_NORM, ins, ins[2] == FBX_IR_NONE ? 2 : 3, &p);
+  int n_ins = ins[2] == FBX_IR_NONE ? 2 : 3;
+  int n_outs = 1;
+  for (int i = 1; i < 3 && i < t->n->n_outputs; i++)
+    if (fbx__onnx_tout_value(t, i)) n_outs = i + 1;
+  if (n_outs == 1) return fbx__onnx_emit_out(t, FBX_IR_OP_LAYER_NORM, ins, n_ins, &p);
+  int outs[3];
+  FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, x->dtype, x->rank, &outs[0]));
+  for (int i = 1; i < n_outs; i++) FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_F32, x->rank, &outs[i]));
+  FBX_TRY(fbx_ir_graph_add_node(t->ir, FBX_IR_OP_LAYER_NORM, ins, n_ins, outs, n_outs, &p,
+                                t->n->name ? t->n->name : "", t->n->op_type, t->node_index, NULL));
+  for (int i = 0; i < n_outs; i++) fbx__onnx_bind(t, i, outs[i]);
+  return NULL;
 }
 
 /* ======================= InstanceNormalization ======================= */

@@ -154,7 +154,18 @@
   X("Resize", 10, M, resize, OP(RESIZE),                                                        \
     "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"              \
     "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode")                           \
-  X("Upsample", 7, 9, resize, OP(RESIZE), "mode,scales")
+  X("Upsample", 7, 9, resize, OP(RESIZE), "mode,scales")                                        \
+  /* ---- composed from other IR ops (onnx_ops_extra.c) ---- */                                 \
+  X("Size", 1, M, size, OP(REDUCE_PROD), "")                                                    \
+  X("Shrink", 9, M, shrink, OP(WHERE), "bias,lambd")                                            \
+  X("EyeLike", 9, M, eyelike, 0, "dtype,k")                                                     \
+  X("Compress", 9, M, compress, OP(GATHER), "axis")                                             \
+  X("Einsum", 12, M, einsum, OP(REDUCE_SUM), "equation")                                        \
+  X("DequantizeLinear", 10, M, dequant, OP(MUL), "axis")                                        \
+  X("QuantizeLinear", 10, M, quant, OP(ROUND), "axis,saturate")                                 \
+  X("DynamicQuantizeLinear", 11, M, dynquant, OP(ROUND), "")                                    \
+  X("MatMulInteger", 10, M, mmint, OP(MATMUL), "")                                              \
+  X("QLinearMatMul", 10, M, qlmm, OP(MATMUL), "")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, lo, hi, fam, aux, attrs) \

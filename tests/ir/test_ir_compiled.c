@@ -2,8 +2,9 @@
  * fusion into one FUSED_EW, constant folding of Shape chains, path
  * classification, the cache (64 decode runs -> 1 MISS 63 HIT 0 RETRACE,
  * prefill lengths, LRU eviction), eager == compiled, zero-copy outputs,
- * node_prepare/release pairing, steady state without allocation, and
- * input validation. Results are checked against values computed here. */
+ * node_prepare/release pairing, node states prepared once at create and
+ * shared by every plan, steady state without allocation (only O(log n)
+ * geometric growth over a growing past length), and input validation. Results are checked against values computed here. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ static int passed, failed;
 
 /* ---- mock backend ---- */
 static struct {
-  int allocs, frees, runs, prepares, releases, fused_runs, shape_runs;
+  int allocs, frees, runs, prepares, releases, fused_runs, shape_runs, mm_prepares;
 } M;
 
 static fbx_status *m_alloc(fbx_backend *be, size_t n, void **out) {
@@ -38,6 +39,7 @@ static fbx_status *m_copy(fbx_backend *be, void *d, const void *s, size_t n) { m
 static fbx_status *m_prepare(fbx_backend *be, const fbx_ir_node *n, const fbx_tensor *const *ci, const fbx_tensor *in,
                              void **state) {
   M.prepares++;
+  if (n->op == FBX_IR_OP_MATMUL) M.mm_prepares++;
   *state = fbx_malloc(16);
   return NULL;
 }
@@ -237,19 +239,23 @@ static void test_fold_shape(void) {
   fbx_ir_graph_mark_output(g, x); /* an input as output: copied */
   fbx_ir_compiled *c;
   fbx_ir_compile_options opt = {.compile = true, .cache_limit = 4};
+  memset(&M, 0, sizeof M);
   OK(fbx_ir_compiled_create(g, &MOCK, &opt, "fold", &c));
+  /* Mul (x, const 2) and MatMul (r, const w): prepared at create */
+  CHECK(M.prepares == 2 && M.mm_prepares == 1, "create prepares nodes with constant and run-time inputs (%d)",
+        M.prepares);
   float xv[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   fbx_tensor in[1] = {TF(2, (int64_t[]){2, 4}, xv)};
   outs o = {0};
   fbx_ir_run_report rep;
-  memset(&M, 0, sizeof M);
   OK(fbx_ir_compiled_run(c, in, 1, out_fn, &o, &rep));
   /* row i: 2*(x0 + x2, x1 + x2) */
   bool ok = o.buf[0][0] == 8 && o.buf[0][1] == 10 && o.buf[0][2] == 24 && o.buf[0][3] == 26;
   CHECK(ok, "fold: Shape->Reshape->MatMul values (%g %g %g %g)", o.buf[0][0], o.buf[0][1], o.buf[0][2], o.buf[0][3]);
   CHECK(M.shape_runs == 0, "fold: Shape of a graph input folded on the general path");
-  /* Mul (const 2), Reshape (folded shape) and MatMul (const B) have constant inputs */
-  CHECK(M.prepares == 3, "node_prepare called once per node with a constant input (%d)", M.prepares);
+  /* + Reshape, whose shape input is folded in this plan: prepared by the plan */
+  CHECK(M.prepares == 3 && M.mm_prepares == 1, "run prepares only the node fed by a folded constant (%d)",
+        M.prepares);
   CHECK(rep.copyout_count == 1 && o.buf[1] && o.buf[1][7] == 8, "graph input as output is copied (copyout=%lld)",
         (long long)rep.copyout_count);
   fbx_ir_compiled_destroy(c);
@@ -339,6 +345,128 @@ static void test_paths_and_cache(void) {
   outs_free(&o);
 }
 
+/* Decoder-like graph with a weight: ids (1, seq), past (1, 2, past, 4), h (rows, 4)
+ *   y  = h @ W                (rows, 3)     W constant (4, 3)
+ *   a  = past * 2             (1, 2, past, 4)
+ *   b  = Reshape(a, Shape(a)) (1, 2, past, 4)  a has two uses: not fused, own slot
+ *   z  = b - past             (1, 2, past, 4) */
+static const float W43[12] = {1, 2, 0, -1, 0, 1, 3, 1, 1, 0.5f, -2, 4};
+static fbx_ir_graph *build_weighted_decoder(void) {
+  fbx_ir_graph *g;
+  fbx_ir_graph_create(&g);
+  int ids, past, h, w, two, y, a, s, b, z;
+  fbx_ir_graph_add_input(g, "ids", FBX_DTYPE_F32, 2, (int64_t[]){1, -1}, (const char *[]){"batch", "sequence_length"}, &ids);
+  fbx_ir_graph_add_input(g, "past", FBX_DTYPE_F32, 4, (int64_t[]){1, 2, -1, 4},
+                         (const char *[]){"batch", NULL, "past_sequence_length", NULL}, &past);
+  fbx_ir_graph_add_input(g, "h", FBX_DTYPE_F32, 2, (int64_t[]){-1, 4}, (const char *[]){"rows", NULL}, &h);
+  fbx_ir_graph_add_const(g, "w", FBX_DTYPE_F32, 2, (int64_t[]){4, 3}, W43, &w);
+  fbx_ir_graph_add_const_f32(g, 2.0f, &two);
+  fbx_ir_graph_emit(g, FBX_IR_OP_MATMUL, (int[]){h, w}, 2, NULL, FBX_DTYPE_F32, 2, "mm", "MatMul", 0, &y);
+  fbx_ir_graph_emit(g, FBX_IR_OP_MUL, (int[]){past, two}, 2, NULL, FBX_DTYPE_F32, 4, "m", "Mul", 1, &a);
+  fbx_ir_graph_emit(g, FBX_IR_OP_SHAPE, (int[]){a}, 1, NULL, FBX_DTYPE_I64, 1, "sh", "Shape", 2, &s);
+  fbx_ir_graph_emit(g, FBX_IR_OP_RESHAPE, (int[]){a, s}, 2, NULL, FBX_DTYPE_F32, 4, "rs", "Reshape", 3, &b);
+  fbx_ir_graph_emit(g, FBX_IR_OP_SUB, (int[]){b, past}, 2, NULL, FBX_DTYPE_F32, 4, "sub", "Sub", 4, &z);
+  fbx_ir_graph_mark_output(g, y);
+  fbx_ir_graph_mark_output(g, z);
+  return g;
+}
+
+/* Reference check of both outputs: y = h @ W (naive), z = past (2p - p). */
+static bool check_weighted(const outs *o, const float *h, int64_t rows, const float *past, int64_t n_past) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int j = 0; j < 3; j++) {
+      float want = 0;
+      for (int k = 0; k < 4; k++) want += h[r * 4 + k] * W43[k * 3 + j];
+      if (fabsf(o->buf[0][r * 3 + j] - want) > 1e-5f) return false;
+    }
+  for (int64_t i = 0; i < 2 * n_past * 4; i++)
+    if (o->buf[1][i] != past[i]) return false;
+  return true;
+}
+
+/* The MatMul's packed state is made once, at create, and shared by the
+ * prefill plans and the decode plan; released once at destroy. */
+static void test_shared_prepare(void) {
+  static float ids[64], past[2 * 64 * 4], h[8 * 4];
+  for (int i = 0; i < 2 * 64 * 4; i++) past[i] = (float)(i % 17) - 8;
+  for (int i = 0; i < 32; i++) h[i] = (float)(i % 5) * 0.5f - 1;
+  fbx_ir_compiled *c;
+  fbx_ir_compile_options opt = {.compile = true, .cache_limit = 8};
+  memset(&M, 0, sizeof M);
+  OK(fbx_ir_compiled_create(build_weighted_decoder(), &MOCK, &opt, "shared", &c));
+  int at_create = M.prepares;
+  CHECK(M.mm_prepares == 1, "shared: MatMul with a constant weight prepared at create (%d)", M.mm_prepares);
+  outs o = {0};
+  fbx_ir_run_report r;
+  int seqs[4] = {5, 7, 1, 1};
+  bool ok = true;
+  int misses = 0;
+  for (int k = 0; k < 4; k++) {
+    int64_t rows = seqs[k], np = k < 2 ? 0 : 5 + k;
+    fbx_tensor in[3] = {TF(2, (int64_t[]){1, seqs[k]}, ids), TF(4, (int64_t[]){1, 2, np, 4}, past),
+                        TF(2, (int64_t[]){rows, 4}, h)};
+    OK(fbx_ir_compiled_run(c, in, 3, out_fn, &o, &r));
+    misses += r.cache == FBX_IR_CACHE_MISS;
+    if (!check_weighted(&o, h, rows, past, np)) ok = false;
+  }
+  CHECK(ok && misses == 3, "shared: prefill 5, prefill 7, decode x2 -> 3 plans, results match reference");
+  CHECK(M.mm_prepares == 1, "shared: no plan prepares the MatMul again (%d MatMul prepares over 3 plans)",
+        M.mm_prepares);
+  printf("     node_prepare calls: %d at create, %d in total\n", at_create, M.prepares);
+  fbx_ir_compiled_destroy(c);
+  CHECK(M.releases == M.prepares && M.frees == M.allocs, "shared: destroy releases every state once (%d/%d), buffers (%d/%d)",
+        M.releases, M.prepares, M.frees, M.allocs);
+  outs_free(&o);
+
+  /* compile off: nothing is prepared (the eager path does not use states) */
+  memset(&M, 0, sizeof M);
+  opt.compile = false;
+  OK(fbx_ir_compiled_create(build_weighted_decoder(), &MOCK, &opt, "eager", &c));
+  CHECK(M.prepares == 0, "compile off: no node_prepare at create");
+  fbx_ir_compiled_destroy(c);
+}
+
+/* Decode over a growing past length 2..N (a past of exactly 1 keeps its dim
+ * in the key, like the query length, and gets a plan of its own): after the first (MISS) run, the
+ * only backend allocations are the slots' geometric (x1.5) growth, so the
+ * runs that allocate are O(log N) and most runs allocate nothing. */
+static void test_decode_allocs(void) {
+  enum { N = 1024 };
+  static float ids[1], past[2 * N * 4], h[4] = {1, -1, 0.5f, 2};
+  for (int i = 0; i < 2 * N * 4; i++) past[i] = (float)(i % 13);
+  fbx_ir_compiled *c;
+  fbx_ir_compile_options opt = {.compile = true, .cache_limit = 4};
+  memset(&M, 0, sizeof M);
+  OK(fbx_ir_compiled_create(build_weighted_decoder(), &MOCK, &opt, "allocs", &c));
+  outs o = {0};
+  fbx_ir_run_report r;
+  int growth_runs = 0, growth_allocs = 0, warm_allocs = 0, late_allocs = 0, bad = 0;
+  for (int64_t np = 2; np <= N; np++) {
+    fbx_tensor in[3] = {TF(2, (int64_t[]){1, 1}, ids), TF(4, (int64_t[]){1, 2, np, 4}, past),
+                        TF(2, (int64_t[]){1, 4}, h)};
+    int before = M.allocs;
+    OK(fbx_ir_compiled_run(c, in, 3, out_fn, &o, &r));
+    int d = M.allocs - before;
+    if (np == 2) warm_allocs = d;
+    else if (d) growth_runs++, growth_allocs += d;
+    if (np > N / 2 + N / 4) late_allocs += d;
+    if (r.path != FBX_IR_PATH_DECODE || (np > 2 && r.cache != FBX_IR_CACHE_HIT)) bad++;
+    if (np % 97 == 0 && !check_weighted(&o, h, 1, past, np)) bad++;
+  }
+  /* slots of a and b grow with past (Shape's 4 int64 do not); each grows
+   * x1.5 at most log_1.5(N * 32 bytes / 64) + 1 ~ 18 times; 3 x 18 leaves
+   * room for one more growing slot */
+  int bound = 3 * 18;
+  printf("     decode 2..%d: %d allocs on warm-up, then %d growth allocs in %d runs (bound %d), %d in the last quarter\n",
+         N, warm_allocs, growth_allocs, growth_runs, bound, late_allocs);
+  CHECK(!bad, "decode 2..%d: all runs decode HIT after the first, results match reference", N);
+  CHECK(growth_allocs <= bound && growth_runs <= bound, "steady-state decode allocates only on geometric growth: O(log n)");
+  CHECK(late_allocs <= 3, "past 768..1024: at most one growth per slot (%d allocs)", late_allocs);
+  fbx_ir_compiled_destroy(c);
+  CHECK(M.frees == M.allocs, "decode: every buffer freed at destroy (%d/%d)", M.frees, M.allocs);
+  outs_free(&o);
+}
+
 static void test_validation(void) {
   fbx_ir_graph *g;
   build_chain(&g, false);
@@ -365,6 +493,8 @@ int main(void) {
   test_fusion_and_eager();
   test_fold_shape();
   test_paths_and_cache();
+  test_shared_prepare();
+  test_decode_allocs();
   test_validation();
   printf("ir: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -144,9 +144,10 @@ fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out
     return st;
   }
   c->threads = fbx_cpu_pool_threads(c->pool);
-  /* OpenBLAS keeps one global thread count; set it once to ours. */
+  /* OpenBLAS keeps one global thread count: 1, our pool splits sgemm itself
+   * (fbx_cpu_sgemm_par), so OpenBLAS threads never compete with pool workers. */
   static _Atomic int blas_threads_set;
-  if (!atomic_exchange(&blas_threads_set, 1)) openblas_set_num_threads(c->threads);
+  if (!atomic_exchange(&blas_threads_set, 1)) openblas_set_num_threads(1);
   *out = be;
   return NULL;
 }

@@ -3,7 +3,7 @@
  *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is
  *   general                    : im2col (parallel) + sgemm per (n, group)
  * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im.
- * Bias is added after the GEMM. */
+ * Bias is added per GEMM block right after it is computed (still in cache). */
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -152,6 +152,75 @@ static void fbx__i2c_task(void *arg, int64_t r0, int64_t r1, int worker) {
   }
 }
 
+/* ---- tiled im2col + sgemm: parallel over tiles of output positions; each
+ * worker builds the (Cg*KV, tile) column block in its own scratch (stays in
+ * L2) and runs a single-threaded sgemm + bias on it. ---- */
+typedef struct fbx__tcv_job {
+  const fbx__cv_geom *g;
+  const float *x;     /* (Cg, ID, IH, IW) of this (n, group) */
+  const float *w;     /* (Mg, Cg*KV) */
+  const float *bias;  /* (Mg) or NULL */
+  float *y;           /* (Mg, OS) */
+  float *col;         /* per worker: (Cg*KV, tile) */
+  int64_t Cg, Mg, KV, OS, tile;
+} fbx__tcv_job;
+
+/* col (rows, p1-p0) <- im2col rows for output positions [p0, p1) */
+static void fbx__tcv_im2col(const fbx__tcv_job *j, float *col, int64_t p0, int64_t p1) {
+  const fbx__cv_geom *g = j->g;
+  int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2], OH = g->out[1], OW = g->out[2];
+  int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+  int64_t nb = p1 - p0, rows = j->Cg * j->KV;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t kw = r % KW, kh = (r / KW) % KH, kd = (r / (KW * KH)) % KD, cc = r / (KW * KH * KD);
+    const float *x = j->x + cc * ID * IH * IW;
+    float *cr = col + r * nb;
+    int64_t off = kw * g->d[2] - g->pb[2], s = g->s[2];
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    int64_t p = p0;
+    while (p < p1) {
+      int64_t ow0 = p % OW, orow = p / OW, oh = orow % OH, od = orow / OH;
+      int64_t ow1 = OW - ow0 < p1 - p ? OW : ow0 + (p1 - p);
+      float *dst = cr + (p - p0) - ow0; /* indexable by ow */
+      int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+      int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+      if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+        memset(dst + ow0, 0, (size_t)(ow1 - ow0) * sizeof(float));
+      } else {
+        const float *xr = x + (id * IH + ih) * IW;
+        int64_t a = ow0 < lo ? lo : ow0, b = ow1 > hi ? hi : ow1;
+        if (a > b) a = b;
+        for (int64_t ow = ow0; ow < a; ow++) dst[ow] = 0.f;
+        if (s == 1) memcpy(dst + a, xr + a + off, (size_t)(b - a) * sizeof(float));
+        else
+          for (int64_t ow = a; ow < b; ow++) dst[ow] = xr[ow * s + off];
+        for (int64_t ow = b > ow0 ? b : ow0; ow < ow1; ow++) dst[ow] = 0.f;
+      }
+      p += ow1 - ow0;
+    }
+  }
+}
+
+static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
+  const fbx__tcv_job *j = arg;
+  float *col = j->col + (size_t)worker * (size_t)(j->Cg * j->KV * j->tile);
+  int64_t K = j->Cg * j->KV;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t p0 = t * j->tile, p1 = p0 + j->tile < j->OS ? p0 + j->tile : j->OS;
+    fbx__tcv_im2col(j, col, p0, p1);
+    fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, col, p1 - p0, 0.f, j->y + p0, j->OS);
+    if (j->bias)
+      for (int64_t m = 0; m < j->Mg; m++) {
+        float *r = j->y + m * j->OS;
+        float bv = j->bias[m];
+        for (int64_t i = p0; i < p1; i++) r[i] += bv;
+      }
+  }
+}
+
 static void fbx__cv_bias(float *y, const float *b, int64_t N, int64_t M, int64_t S) {
   if (!b) return;
   for (int64_t n = 0; n < N; n++)
@@ -184,11 +253,27 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   }
   bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
                    g.pb[2] == 0 && OS == IS;
-  float *col = NULL;
   if (!pointwise) {
-    col = fbx_cpu_scratch(c, (size_t)(Cg * KV * OS) * sizeof(float));
-    if (!col) return FBX_ERR_OOM();
+    /* tile of output positions: column block of ~512 KiB, multiple of 16 */
+    int64_t K = Cg * KV;
+    int64_t tile = (512 * 1024 / 4) / (K > 0 ? K : 1);
+    tile = tile < 64 ? 64 : (tile / 16) * 16;
+    if (tile > OS) tile = OS;
+    int64_t ntiles = (OS + tile - 1) / tile;
+    float *colw = fbx_cpu_scratch(c, (size_t)(K * tile) * sizeof(float) * (size_t)c->threads);
+    if (!colw) return FBX_ERR_OOM();
+    info->variant = "conv_im2col_tiled_sgemm";
+    info->reason = "im2col per output tile (in cache) + sgemm + bias, parallel over tiles";
+    for (int64_t n = 0; n < g.N; n++)
+      for (int64_t gi = 0; gi < g.G; gi++) {
+        fbx__tcv_job j = {.g = &g, .x = x + (n * g.C + gi * Cg) * IS, .w = w + gi * Mg * Cg * KV,
+                          .bias = b ? b + gi * Mg : NULL, .y = y + (n * g.M + gi * Mg) * OS,
+                          .col = colw, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile};
+        fbx_cpu_par(c, ntiles, 1, fbx__tcv_task, &j);
+      }
+    return NULL;
   }
+  float *col = NULL;
   info->variant = pointwise ? "conv_1x1_sgemm" : "conv_im2col_sgemm";
   info->reason = pointwise ? "1x1 stride 1 pad 0: GEMM on X directly" : "im2col + OpenBLAS sgemm";
   for (int64_t n = 0; n < g.N; n++)
@@ -204,9 +289,9 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
         else fbx__i2c_task(&j, 0, rows, 0);
         B = col;
       }
-      fbx_cpu_sgemm(false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, B, OS, 0.f, yg, OS);
+      fbx_cpu_sgemm_par(c, false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, B, OS, 0.f, yg, OS,
+                        b ? b + gi * Mg : NULL);
     }
-  fbx__cv_bias(y, b, g.N, g.M, OS);
   return NULL;
 }
 
@@ -232,7 +317,7 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
       const float *wg = w + gi * Cg * Mg * KV; /* (Cg, Mg*KV) */
       float *yg = y + (n * g.M + gi * Mg) * OS;
       /* col (Mg*KV, IS) = wg^T (Mg*KV, Cg) x xg (Cg, IS) */
-      fbx_cpu_sgemm(true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS);
+      fbx_cpu_sgemm_par(c, true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS, NULL);
       for (int64_t r = 0; r < Mg * KV; r++) {
         int64_t kw = r % g.k[2], kh = (r / g.k[2]) % g.k[1], kd = (r / (g.k[2] * g.k[1])) % g.k[0];
         int64_t m = r / KV;

@@ -97,9 +97,16 @@ void fbx_cpu_write_f64(fbx_tensor *t, int64_t i, double v);
  * Parallel over the pool for large copies. */
 void fbx_cpu_strided_copy(fbx_cpu_ctx *c, void *dst, const void *src, size_t esz, int rank,
                           const int64_t *dims, const int64_t *sstrides);
-/* Plain sgemm on row-major data (OpenBLAS). */
+/* Plain sgemm on row-major data (OpenBLAS, single-threaded: OpenBLAS runs
+ * with 1 thread so it never competes with our pool). */
 void fbx_cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* The same, split over the pool (by columns of C when N is large, else rows);
+ * each worker runs a single-threaded OpenBLAS sgemm on its block, then adds
+ * row_bias[m] to row m of its block (row_bias may be NULL). */
+void fbx_cpu_sgemm_par(fbx_cpu_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                       float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float beta, float *C, int64_t ldc, const float *row_bias);
 
 static inline bool fbx_cpu_present(const fbx_tensor *in, int n_in, int i) {
   return i < n_in && in[i].data != NULL && in[i].rank >= 0;

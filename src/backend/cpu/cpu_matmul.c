@@ -140,7 +140,7 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
     } else {
       info->variant = "sgemm_openblas";
       info->reason = "M>1: OpenBLAS sgemm";
-      fbx_cpu_sgemm(ta, tb, M, N, K, alpha, ab, ta ? M : K, bb, tb ? K : N, 0.f, yb, N);
+      fbx_cpu_sgemm_par(c, ta, tb, M, N, K, alpha, ab, ta ? M : K, bb, tb ? K : N, 0.f, yb, N, NULL);
     }
   }
   return NULL;

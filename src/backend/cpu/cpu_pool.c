@@ -1,10 +1,18 @@
-/* Persistent thread pool with a low-latency parallel-for.
+/* Persistent thread pool with a low-latency, self-balancing parallel-for.
  *
  * Dispatch: the caller publishes a job and bumps an atomic generation counter.
- * Workers spin on that counter for ~50 us (decode runs many tiny ops back to
- * back), then sleep on a condvar. The caller runs chunk 0 itself and spins
- * until every worker has finished its chunk. */
+ * [0, n) is cut into chunks (at least `grain` items, up to 4 per thread) that
+ * every participant - the caller included - claims from one atomic ticket
+ * (generation << 32 | next chunk), so a worker that wakes late (or was
+ * descheduled on a busy machine) simply finds fewer chunks left, and the
+ * caller never waits for a worker that has not started.
+ *
+ * Idle workers spin on the generation counter for ~2 ms (decode runs many
+ * 100-400 us ops back to back, and a condvar wake-up costs more than the op):
+ * first with `pause`, then with sched_yield() so a spinning worker gives way to
+ * any other runnable thread, then sleep on a condvar. */
 #include <immintrin.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,7 +20,9 @@
 #include "../../trace/trace.h"
 #include "cpu_internal.h"
 
-#define FBX_CPU_SPIN_NS 50000ull
+#define FBX_CPU_SPIN_PAUSE_NS 100000ull  /* pure pause spinning */
+#define FBX_CPU_SPIN_NS 2000000ull       /* then sched_yield spinning, then sleep */
+#define FBX_CPU_CHUNKS_PER_THREAD 4
 
 typedef struct fbx_cpu_worker {
   fbx_cpu_pool *pool;
@@ -26,15 +36,16 @@ struct fbx_cpu_pool {
   int n_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  _Atomic uint64_t gen;          /* bumped per job */
+  _Atomic uint64_t gen;          /* bumped per job (low 32 bits used in the ticket) */
+  _Atomic uint64_t ticket;       /* (gen << 32) | next chunk to claim */
   _Atomic int sleepers;
-  _Atomic int done;              /* workers finished with the current job */
+  _Atomic int64_t done;          /* chunks finished in the current job */
   _Atomic int quit;
-  /* the current job */
+  /* the current job (stable while any of its chunks is unfinished) */
   fbx_cpu_task_fn fn;
   void *arg;
   int64_t n, chunk;
-  int n_chunks;
+  int64_t n_chunks;
   const char *name;
 };
 
@@ -44,12 +55,7 @@ static uint64_t fbx__cpu_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fbx__cpu_pool_run_chunk(fbx_cpu_pool *p, int w) {
-  if (w >= p->n_chunks) return;
-  int64_t b = (int64_t)w * p->chunk;
-  int64_t e = b + p->chunk;
-  if (e > p->n) e = p->n;
-  if (b >= e) return;
+static void fbx__cpu_pool_run_range(fbx_cpu_pool *p, int64_t b, int64_t e, int w) {
   if (__builtin_expect(fbx_trace_enabled(), 0)) {
     uint64_t t0 = fbx_trace_now_ns();
     p->fn(p->arg, b, e, w);
@@ -58,6 +64,24 @@ static void fbx__cpu_pool_run_chunk(fbx_cpu_pool *p, int w) {
     fbx_trace_complete(p->name ? p->name : "op", "op.worker", t0, t1, args, 3);
   } else {
     p->fn(p->arg, b, e, w);
+  }
+}
+
+/* Claims and runs chunks of job generation `g` until none is left. */
+static void fbx__cpu_pool_drain(fbx_cpu_pool *p, uint32_t g, int w) {
+  for (;;) {
+    uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    if ((uint32_t)(t >> 32) != g) return;
+    int64_t i = (int64_t)(t & 0xffffffffull);
+    if (i >= p->n_chunks) return;
+    if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + 1, memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue;
+    /* chunk i of job g is ours: the job fields stay valid until we report it done */
+    int64_t b = i * p->chunk, e = b + p->chunk;
+    if (e > p->n) e = p->n;
+    fbx__cpu_pool_run_range(p, b, e, w);
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
   }
 }
 
@@ -70,11 +94,15 @@ static void *fbx__cpu_worker_main(void *arg) {
     if (g == seen) {
       uint64_t t0 = fbx__cpu_now_ns();
       int spins = 0;
+      bool yielding = false;
       while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-        _mm_pause();
+        if (yielding) sched_yield();
+        else _mm_pause();
         if (++spins == 64) {
           spins = 0;
-          if (fbx__cpu_now_ns() - t0 > FBX_CPU_SPIN_NS) break;
+          uint64_t dt = fbx__cpu_now_ns() - t0;
+          if (dt > FBX_CPU_SPIN_NS) break;
+          yielding = dt > FBX_CPU_SPIN_PAUSE_NS;
         }
       }
       if (g == seen) {
@@ -88,8 +116,7 @@ static void *fbx__cpu_worker_main(void *arg) {
     }
     if (atomic_load(&p->quit)) return NULL;
     seen = g;
-    fbx__cpu_pool_run_chunk(p, wk->index);
-    atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    fbx__cpu_pool_drain(p, (uint32_t)g, wk->index);
   }
 }
 
@@ -145,27 +172,38 @@ void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn
                       const char *name) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  int64_t max_chunks = (n + grain - 1) / grain;
   int nt = p ? p->threads : 1;
-  if (max_chunks < nt) nt = (int)max_chunks;
-  if (nt <= 1) {
+  if (nt <= 1 || n <= grain) {
+    fn(arg, 0, n, 0);
+    return;
+  }
+  int64_t target = (int64_t)nt * FBX_CPU_CHUNKS_PER_THREAD;
+  int64_t chunk = (n + target - 1) / target;
+  if (chunk < grain) chunk = grain;
+  int64_t n_chunks = (n + chunk - 1) / chunk;
+  if (n_chunks > 0x7fffffff) {
+    chunk = (n + 0x7ffffffe) / 0x7fffffff;
+    n_chunks = (n + chunk - 1) / chunk;
+  }
+  if (n_chunks <= 1) {
     fn(arg, 0, n, 0);
     return;
   }
   p->fn = fn;
   p->arg = arg;
   p->n = n;
-  p->chunk = (n + nt - 1) / nt;
-  p->n_chunks = nt;
+  p->chunk = chunk;
+  p->n_chunks = n_chunks;
   p->name = name;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-  atomic_fetch_add(&p->gen, 1); /* seq_cst: orders the job before the sleeper check */
+  uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->ticket, (uint64_t)(uint32_t)g << 32, memory_order_release);
+  atomic_store(&p->gen, g); /* seq_cst: orders the job before the sleeper check */
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
   }
-  fbx__cpu_pool_run_chunk(p, 0);
-  int want = p->threads - 1;
-  while (atomic_load_explicit(&p->done, memory_order_acquire) < want) _mm_pause();
+  fbx__cpu_pool_drain(p, (uint32_t)g, 0);
+  while (atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) _mm_pause();
 }

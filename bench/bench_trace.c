@@ -1,0 +1,188 @@
+// bench_trace: the cost of tracing on the decoder decode loop (models/gen/decoder_small.onnx).
+//
+// Three configurations, each measured in its own process (the trace environment is read once per
+// process, and the baseline is another library):
+//   off   FUSEBOX_EP_LIB = a build with -DFBX_TRACE_COMPILED_OUT=ON (every entry point compiled out)
+//   unset the normal build, every FUSEBOX_* variable unset
+//   on    the normal build with FUSEBOX_TRACE=<file>
+// The driver runs the three back to back in a rotating order, --reps times (paired processes,
+// alternating), and prints per configuration the median decode ms/token, plus the medians of the
+// per-repetition ratios:   (a) unset vs off  (goal <= +0.5%)   (b) on vs unset  (goal <= +5%).
+//
+//   bench_trace --lib LIB --lib-off LIB_OFF [--reps 15] [--steps 48] [--prompt 16] [--rounds 3]
+//               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json]
+//   bench_trace --worker MODEL PROMPT STEPS ROUNDS    (one process: prints "decode_ms_per_token X")
+// A worker prefills PROMPT tokens, then decodes STEPS tokens greedily, ROUNDS times (cache reset
+// in between, first round = warm-up and not counted), and reports the median over the counted
+// rounds of (decode wall time / STEPS).
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/ort_host.h"
+#include "common/ort_host_decode.h"
+
+static int dbl_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+  if (n <= 0) return 0;
+  qsort(v, (size_t)n, sizeof *v, dbl_cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int worker(const char *model, int prompt, int steps, int rounds) {
+  char path[4096], *err = NULL;
+  if (fbx_host_find_repo_file(model, path, sizeof path)) {
+    fprintf(stderr, "bench_trace: model %s not found (scripts/make_models.sh --bench)\n", model);
+    return 1;
+  }
+  fbx_host *h = NULL;
+  fbx_host_session *s = NULL;
+  fbx_host_decoder d;
+  int have_d = 0;
+  double *ms = calloc((size_t)rounds + 1, sizeof *ms);
+  int n_ms = 0;
+  int64_t *ids = calloc((size_t)prompt + 1, sizeof *ids);
+  err = fbx_host_open(NULL, NULL, &h);
+  fbx_host_session_opts o = fbx_host_session_opts_default();
+  o.use_fusebox = 1;
+  if (!err) err = fbx_host_session_create(h, path, &o, &s);
+  if (!err) err = fbx_host_decoder_init(&d, s);
+  if (!err) have_d = 1;
+  for (int i = 0; i < prompt; i++) ids[i] = (7 * i + 3) % 100;
+  for (int r = 0; r < rounds && !err; r++) {
+    err = fbx_host_decoder_reset(&d);
+    if (!err) err = fbx_host_decoder_step(&d, ids, prompt);
+    double t0 = fbx_host_now();
+    for (int k = 0; k < steps && !err; k++) {
+      int64_t t = fbx_host_decoder_argmax(&d);
+      err = fbx_host_decoder_step(&d, &t, 1);
+    }
+    double t1 = fbx_host_now();
+    if (r > 0 || rounds == 1) ms[n_ms++] = (t1 - t0) * 1e3 / steps;
+  }
+  if (have_d) fbx_host_decoder_free(&d);
+  if (s) fbx_host_session_destroy(s);
+  if (h) fbx_host_close(h);
+  free(ids);
+  if (err) {
+    fprintf(stderr, "bench_trace worker: %s\n", err);
+    fbx_host_err_free(err);
+    free(ms);
+    return 1;
+  }
+  printf("decode_ms_per_token %.6f\n", median(ms, n_ms));
+  free(ms);
+  return 0;
+}
+
+/* One worker process with the given library and trace file (NULL: unset). Returns ms/token or -1. */
+static double run_worker(const char *self, const char *lib, const char *trace, const char *model, int prompt,
+                         int steps, int rounds) {
+  int fd[2];
+  if (pipe(fd)) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fd[0]);
+    dup2(fd[1], 1);
+    close(fd[1]);
+    unsetenv("FUSEBOX_TRACE");
+    unsetenv("FUSEBOX_VERBOSE");
+    unsetenv("FUSEBOX_CLAIM_DEBUG");
+    unsetenv("FUSEBOX_NVTX");
+    unsetenv("FUSEBOX_TRACE_MAX_EVENTS");
+    setenv("FUSEBOX_EP_LIB", lib, 1);
+    if (trace) setenv("FUSEBOX_TRACE", trace, 1);
+    if (trace && !freopen("/dev/null", "w", stderr)) _exit(3); /* the summary */
+    char a[3][32];
+    snprintf(a[0], 32, "%d", prompt);
+    snprintf(a[1], 32, "%d", steps);
+    snprintf(a[2], 32, "%d", rounds);
+    execl(self, self, "--worker", model, a[0], a[1], a[2], (char *)NULL);
+    _exit(127);
+  }
+  close(fd[1]);
+  char buf[256] = "";
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof buf - 1 && ((r = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+    if (r > 0) n += (size_t)r;
+  buf[n] = '\0';
+  close(fd[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  double v = -1;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(buf, "decode_ms_per_token %lf", &v) != 1) return -1;
+  return v;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 6 && !strcmp(argv[1], "--worker")) return worker(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+  const char *lib = NULL, *lib_off = NULL, *model = "models/gen/decoder_small.onnx", *trace = "/tmp/bench_trace.json";
+  int reps = 15, steps = 48, prompt = 16, rounds = 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) {
+      fprintf(stderr, "bench_trace: %s needs a value\n", a);
+      return 2;
+    }
+    if (!strcmp(a, "--lib")) lib = v;
+    else if (!strcmp(a, "--lib-off")) lib_off = v;
+    else if (!strcmp(a, "--model")) model = v;
+    else if (!strcmp(a, "--trace")) trace = v;
+    else if (!strcmp(a, "--reps")) reps = atoi(v);
+    else if (!strcmp(a, "--steps")) steps = atoi(v);
+    else if (!strcmp(a, "--prompt")) prompt = atoi(v);
+    else if (!strcmp(a, "--rounds")) rounds = atoi(v);
+    else {
+      fprintf(stderr, "bench_trace: unknown option %s (see the comment at the top of bench/bench_trace.c)\n", a);
+      return 2;
+    }
+    i++;
+  }
+  if (!lib || !lib_off || reps < 1 || steps < 1 || prompt < 1 || rounds < 1) {
+    fprintf(stderr, "usage: bench_trace --lib LIB --lib-off LIB_COMPILED_OUT [--reps N] [--steps N] [--prompt N]"
+                    " [--rounds N] [--model M] [--trace FILE]\n");
+    return 2;
+  }
+  char self[4096];
+  ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (sl <= 0) return 1;
+  self[sl] = '\0';
+  enum { OFF, UNSET, ON, NCFG };
+  static const char *cfg_name[NCFG] = {"off (compiled out)", "unset (tracing built in)", "on (FUSEBOX_TRACE)"};
+  double *v[NCFG], *ra = calloc((size_t)reps, sizeof(double)), *rb = calloc((size_t)reps, sizeof(double));
+  for (int c = 0; c < NCFG; c++) v[c] = calloc((size_t)reps, sizeof(double));
+  printf("bench_trace: %s, prompt %d, %d decode steps x %d rounds (first is warm-up) per process, %d reps\n", model,
+         prompt, steps, rounds, reps);
+  for (int r = 0; r < reps; r++) {
+    for (int k = 0; k < NCFG; k++) {
+      int c = (k + r) % NCFG; /* rotate the order so no configuration always runs first */
+      v[c][r] = run_worker(self, c == OFF ? lib_off : lib, c == ON ? trace : NULL, model, prompt, steps, rounds);
+      if (v[c][r] < 0) {
+        fprintf(stderr, "bench_trace: worker (%s) failed\n", cfg_name[c]);
+        return 1;
+      }
+    }
+    ra[r] = 100.0 * (v[UNSET][r] / v[OFF][r] - 1.0);
+    rb[r] = 100.0 * (v[ON][r] / v[UNSET][r] - 1.0);
+    printf("  rep %2d: off %.4f  unset %.4f  on %.4f ms/token   (a) %+.2f%%  (b) %+.2f%%\n", r + 1, v[OFF][r],
+           v[UNSET][r], v[ON][r], ra[r], rb[r]);
+    fflush(stdout);
+  }
+  for (int c = 0; c < NCFG; c++) printf("median %-26s %.4f ms/token\n", cfg_name[c], median(v[c], reps));
+  double ma = median(ra, reps), mb = median(rb, reps);
+  printf("overhead (a) tracing unset vs compiled out: %+.2f%% (median of paired ratios; goal <= 0.5%%)\n", ma);
+  printf("overhead (b) FUSEBOX_TRACE on vs unset:    %+.2f%% (median of paired ratios; goal <= 5%%)\n", mb);
+  for (int c = 0; c < NCFG; c++) free(v[c]);
+  free(ra);
+  free(rb);
+  return 0;
+}

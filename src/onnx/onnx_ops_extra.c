@@ -1,0 +1,536 @@
+/* Ops composed from existing IR ops (no kernels of their own): Size, Shrink,
+ * EyeLike (static shape -> constant), Compress (NON_ZERO + GATHER), Einsum
+ * (1-2 operands, no ellipsis/diagonals: TRANSPOSE + UNSQUEEZE + MUL +
+ * REDUCE_SUM), DequantizeLinear / QuantizeLinear / DynamicQuantizeLinear
+ * (CAST + EW), MatMulInteger / QLinearMatMul (float32 MATMUL, exact while
+ * K * 255 * 255 < 2^24). */
+#include <math.h>
+#include <string.h>
+
+#include "../base/alloc.h"
+#include "onnx_ops.h"
+
+static fbx_ir_params fbx__onnx_px(void) {
+  fbx_ir_params p;
+  memset(&p, 0, sizeof p);
+  return p;
+}
+
+/* out := op(ins) with dtype dt and rank r. */
+static fbx_status *fbx__onnx_x(fbx_onnx_tctx *t, fbx_ir_op op, int a, int b, fbx_dtype dt, int r, int *out) {
+  int ins[2] = {a, b};
+  return fbx__onnx_emit(t, op, ins, b == FBX_IR_NONE ? 1 : 2, NULL, dt, r, out);
+}
+
+static fbx_status *fbx__onnx_cast_to(fbx_onnx_tctx *t, int id, fbx_dtype to, int *out) {
+  if (t->ir->values[id].dtype == to) { *out = id; return NULL; }
+  fbx_ir_params p = fbx__onnx_px();
+  p.ew.to = to;
+  return fbx__onnx_emit(t, FBX_IR_OP_CAST, &id, 1, &p, to, t->ir->values[id].rank, out);
+}
+
+static bool fbx__onnx_numel1(const fbx_onnx_value *v) {
+  if (!v || v->rank < 0) return false;
+  for (int i = 0; i < v->rank; i++)
+    if (v->dims[i] != 1) return false;
+  return true;
+}
+
+/* ======================= Size ======================= */
+
+bool fbx__onnx_claim_size(const fbx_onnx_cctx *c) {
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX_ONNX_DT_ALL, "input")) return false;
+  return fbx__onnx_dt_ok(c, fbx__onnx_cout(c, 0), FBX__DT(I64), "output");
+}
+
+/* REDUCE_PROD(SHAPE(x)) over all axes, keepdims 0 -> int64 scalar. */
+fbx_status *fbx__onnx_tr_size(fbx_onnx_tctx *t) {
+  int x, shp;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  fbx_ir_params sp = fbx__onnx_px();
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_SHAPE, &x, 1, &sp, FBX_DTYPE_I64, 1, &shp));
+  fbx_ir_params rp = fbx__onnx_px();
+  rp.reduce.axes_mask = 1u;
+  rp.reduce.keepdims = 0;
+  return fbx__onnx_emit_out(t, FBX_IR_OP_REDUCE_PROD, &shp, 1, &rp);
+}
+
+/* ======================= Shrink ======================= */
+
+bool fbx__onnx_claim_shrink(const fbx_onnx_cctx *c) {
+  return fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX_ONNX_DT_F32_F64, "input");
+}
+
+/* y = x < -l ? x + b : (x > l ? x - b : 0) */
+fbx_status *fbx__onnx_tr_shrink(fbx_onnx_tctx *t) {
+  const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0);
+  fbx_dtype dt = xv->dtype;
+  int r = xv->rank;
+  double l = fbx_onnx_attr_float(t->n, "lambd", 0.5f), b = fbx_onnx_attr_float(t->n, "bias", 0.0f);
+  int x, nl, pl, bb, zero, lt, gt, xp, xm, w1;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  FBX_TRY(fbx__onnx_const_scalar(t, dt, -l, &nl));
+  FBX_TRY(fbx__onnx_const_scalar(t, dt, l, &pl));
+  FBX_TRY(fbx__onnx_const_scalar(t, dt, b, &bb));
+  FBX_TRY(fbx__onnx_const_scalar(t, dt, 0, &zero));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_LESS, x, nl, FBX_DTYPE_BOOL, r, &lt));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_GREATER, x, pl, FBX_DTYPE_BOOL, r, &gt));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ADD, x, bb, dt, r, &xp));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, x, bb, dt, r, &xm));
+  int i1[3] = {gt, xm, zero};
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_WHERE, i1, 3, NULL, dt, r, &w1));
+  int i2[3] = {lt, xp, w1};
+  return fbx__onnx_emit_out(t, FBX_IR_OP_WHERE, i2, 3, NULL);
+}
+
+/* ======================= EyeLike ======================= */
+
+bool fbx__onnx_claim_eyelike(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *y = fbx__onnx_cout(c, 0);
+  if (!fbx__onnx_dt_ok(c, x, FBX_ONNX_DT_ALL, "input") || !fbx__onnx_dt_ok(c, y, FBX_ONNX_DT_ALL, "output"))
+    return false;
+  if (x->rank != 2 || x->dims[0] < 0 || x->dims[1] < 0) return fbx__onnx_fail(c, "input must be 2-D with a static shape");
+  if (x->dims[0] * x->dims[1] > (1 << 24)) return fbx__onnx_fail(c, "input too large to fold into a constant");
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_eyelike(fbx_onnx_tctx *t) {
+  const fbx_onnx_value *x = fbx__onnx_tin_value(t, 0), *y = fbx__onnx_tout_value(t, 0);
+  int64_t rows = x->dims[0], cols = x->dims[1], k = fbx_onnx_attr_int(t->n, "k", 0);
+  double *v = fbx_calloc((size_t)(rows * cols > 0 ? rows * cols : 1), sizeof(double));
+  if (!v) return FBX_ERR_OOM();
+  for (int64_t i = 0; i < rows; i++)
+    if (i + k >= 0 && i + k < cols) v[i * cols + i + k] = 1.0;
+  int id;
+  fbx_status *st = fbx__onnx_const_f64s(t, y->dtype, v, 2, x->dims, &id);
+  fbx_free(v);
+  if (st) return st;
+  t->vmap[t->n->outputs[0]] = id;
+  return NULL;
+}
+
+/* ======================= Compress ======================= */
+
+bool fbx__onnx_claim_compress(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *cond = fbx__onnx_cin(c, 1);
+  if (!fbx__onnx_dt_ok(c, x, FBX_ONNX_DT_ALL, "input")) return false;
+  if (!fbx__onnx_dt_ok(c, cond, FBX__DT(BOOL), "condition")) return false;
+  if (cond->rank != 1) return fbx__onnx_fail(c, "condition must be 1-D");
+  const fbx_onnx_attr *a = fbx_onnx_attr_find(c->n, "axis");
+  int ax;
+  if (a && (x->rank < 1 || !fbx__onnx_axis(a->i, x->rank, false, &ax))) return fbx__onnx_fail(c, "axis out of range");
+  return true;
+}
+
+/* idx = RESHAPE(NON_ZERO(cond), [-1]); y = GATHER(x or flat x, idx, axis). */
+fbx_status *fbx__onnx_tr_compress(fbx_onnx_tctx *t) {
+  const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0);
+  int x, cond, nz, idx, m1;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  FBX_TRY(fbx__onnx_tin(t, 1, &cond));
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_NON_ZERO, &cond, 1, NULL, FBX_DTYPE_I64, 2, &nz));
+  int64_t minus1 = -1;
+  FBX_TRY(fbx__onnx_const_i64s(t, &minus1, 1, &m1));
+  fbx_ir_params rp = fbx__onnx_px();
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_RESHAPE, (int[]){nz, m1}, 2, &rp, FBX_DTYPE_I64, 1, &idx));
+  fbx_ir_params gp = fbx__onnx_px();
+  const fbx_onnx_attr *a = fbx_onnx_attr_find(t->n, "axis");
+  if (a) {
+    fbx__onnx_axis(a->i, xv->rank, false, &gp.axis.axis);
+  } else {
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_RESHAPE, (int[]){x, m1}, 2, &rp, xv->dtype, 1, &x));
+  }
+  int ins[2] = {x, idx};
+  return fbx__onnx_emit_out(t, FBX_IR_OP_GATHER, ins, 2, &gp);
+}
+
+/* ======================= Einsum ======================= */
+
+typedef struct fbx__onnx_ein {
+  int n_ops;
+  char op[2][FBX_MAX_RANK + 1]; /* letters of each operand */
+  char out[FBX_MAX_RANK + 1];
+  char full[FBX_MAX_RANK + 1];  /* out letters, then contracted letters */
+  int n_full, n_out;
+} fbx__onnx_ein;
+
+/* Parse "ab,bc->ac" (letters only; spaces ignored). false on anything else. */
+static bool fbx__onnx_ein_parse(const char *eq, fbx__onnx_ein *e) {
+  memset(e, 0, sizeof *e);
+  int k = 0, cur = 0;
+  const char *p = eq;
+  bool explicit_out = false;
+  for (; *p; p++) {
+    char ch = *p;
+    if (ch == ' ') continue;
+    if (ch == ',') {
+      if (++cur >= 2) return false;
+      k = 0;
+      continue;
+    }
+    if (ch == '-') {
+      if (p[1] != '>') return false;
+      explicit_out = true;
+      p += 2;
+      break;
+    }
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) return false; /* '.' (ellipsis) too */
+    if (k >= FBX_MAX_RANK || strchr(e->op[cur], ch)) return false;           /* diagonal */
+    e->op[cur][k++] = ch;
+  }
+  e->n_ops = cur + 1;
+  int no = 0;
+  if (explicit_out) {
+    for (; *p; p++) {
+      char ch = *p;
+      if (ch == ' ') continue;
+      if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) return false;
+      if (no >= FBX_MAX_RANK || strchr(e->out, ch)) return false;
+      if (!strchr(e->op[0], ch) && !(e->n_ops > 1 && strchr(e->op[1], ch))) return false;
+      e->out[no++] = ch;
+    }
+  } else { /* implicit: letters appearing exactly once, alphabetical */
+    for (int ch = 'A'; ch <= 'z'; ch++) {
+      int cnt = (strchr(e->op[0], ch) ? 1 : 0) + (e->n_ops > 1 && strchr(e->op[1], ch) ? 1 : 0);
+      if (ch == 0 || !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) continue;
+      if (cnt == 1) {
+        if (no >= FBX_MAX_RANK) return false;
+        e->out[no++] = (char)ch;
+      }
+    }
+  }
+  e->n_out = no;
+  memcpy(e->full, e->out, (size_t)no);
+  int nf = no;
+  for (int i = 0; i < e->n_ops; i++)
+    for (const char *q = e->op[i]; *q; q++)
+      if (!memchr(e->full, *q, (size_t)nf)) {
+        if (nf >= FBX_MAX_RANK) return false;
+        e->full[nf++] = *q;
+      }
+  e->n_full = nf;
+  return true;
+}
+
+static int fbx__onnx_ein_pos(const fbx__onnx_ein *e, char ch) {
+  const char *q = memchr(e->full, ch, (size_t)e->n_full);
+  return q ? (int)(q - e->full) : -1;
+}
+
+bool fbx__onnx_claim_einsum(const fbx_onnx_cctx *c) {
+  fbx__onnx_ein e;
+  const char *eq = fbx_onnx_attr_string(c->n, "equation", "");
+  if (!fbx__onnx_ein_parse(eq, &e))
+    return fbx__onnx_fail(c, "equation '%s' not supported (1-2 operands, letters only, no ellipsis or diagonal)", eq);
+  if (c->n->n_inputs != e.n_ops) return fbx__onnx_fail(c, "equation has %d operands, node %d inputs", e.n_ops, c->n->n_inputs);
+  const fbx_onnx_value *x0 = fbx__onnx_cin(c, 0);
+  if (!fbx__onnx_dt_ok(c, x0, FBX_ONNX_DT_F32_F64 | FBX__DT(I32) | FBX__DT(I64), "input")) return false;
+  int64_t dim_of[128];
+  for (int i = 0; i < 128; i++) dim_of[i] = -2;
+  for (int i = 0; i < e.n_ops; i++) {
+    const fbx_onnx_value *v = fbx__onnx_cin(c, i);
+    if (!v || v->dtype != x0->dtype) return fbx__onnx_fail(c, "operands must share one dtype");
+    if (v->rank != (int)strlen(e.op[i])) return fbx__onnx_fail(c, "operand %d rank %d does not match '%s'", i, v->rank, e.op[i]);
+    for (int d = 0; d < v->rank; d++) {
+      int ch = (unsigned char)e.op[i][d];
+      if (e.n_ops > 1 && v->dims[d] < 0) return fbx__onnx_fail(c, "two-operand einsum needs static shapes");
+      if (dim_of[ch] >= 0 && v->dims[d] != dim_of[ch])
+        return fbx__onnx_fail(c, "operands disagree on the size of '%c'", ch);
+      dim_of[ch] = v->dims[d];
+    }
+  }
+  if (e.n_ops > 1) { /* the composed product materialises the full index space */
+    double full = 1;
+    for (int i = 0; i < e.n_full; i++) full *= (double)dim_of[(unsigned char)e.full[i]];
+    if (full > (double)(1 << 24)) return fbx__onnx_fail(c, "product space of %.0f elements too large to compose", full);
+  }
+  return true;
+}
+
+/* Each operand: TRANSPOSE into full order, UNSQUEEZE the missing letters;
+ * MUL the two; REDUCE_SUM over the contracted letters. */
+fbx_status *fbx__onnx_tr_einsum(fbx_onnx_tctx *t) {
+  fbx__onnx_ein e;
+  if (!fbx__onnx_ein_parse(fbx_onnx_attr_string(t->n, "equation", ""), &e)) return FBX_ERR_NOTIMPL("Einsum: equation");
+  fbx_dtype dt = fbx__onnx_tin_value(t, 0)->dtype;
+  int opnd[2];
+  for (int i = 0; i < e.n_ops; i++) {
+    int x, r = (int)strlen(e.op[i]);
+    FBX_TRY(fbx__onnx_tin(t, i, &x));
+    /* order of this operand's letters in full order */
+    int pos[FBX_MAX_RANK], perm[FBX_MAX_RANK];
+    for (int d = 0; d < r; d++) pos[d] = fbx__onnx_ein_pos(&e, e.op[i][d]);
+    for (int d = 0; d < r; d++) perm[d] = d;
+    for (int a = 0; a < r; a++) /* sort perm by pos */
+      for (int b = a + 1; b < r; b++)
+        if (pos[perm[b]] < pos[perm[a]]) { int tmp = perm[a]; perm[a] = perm[b]; perm[b] = tmp; }
+    bool ident = true;
+    for (int d = 0; d < r; d++) ident = ident && perm[d] == d;
+    if (!ident) {
+      fbx_ir_params tp = fbx__onnx_px();
+      for (int d = 0; d < r; d++) tp.transpose.perm[d] = perm[d];
+      FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_TRANSPOSE, &x, 1, &tp, dt, r, &x));
+    }
+    if (r < e.n_full) {
+      fbx_ir_params up = fbx__onnx_px();
+      for (int f = 0; f < e.n_full; f++)
+        if (!strchr(e.op[i], e.full[f])) up.axes.axes_mask |= 1u << f;
+      FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_UNSQUEEZE, &x, 1, &up, dt, e.n_full, &x));
+    }
+    opnd[i] = x;
+  }
+  int acc = opnd[0];
+  bool reduce = e.n_full > e.n_out;
+  if (e.n_ops == 2) {
+    if (!reduce) return fbx__onnx_emit_out(t, FBX_IR_OP_MUL, opnd, 2, NULL);
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_MUL, opnd, 2, NULL, dt, e.n_full, &acc));
+  }
+  if (!reduce) return fbx__onnx_emit_out(t, FBX_IR_OP_IDENTITY, &acc, 1, NULL);
+  fbx_ir_params rp = fbx__onnx_px();
+  for (int f = e.n_out; f < e.n_full; f++) rp.reduce.axes_mask |= 1u << f;
+  rp.reduce.keepdims = 0;
+  return fbx__onnx_emit_out(t, FBX_IR_OP_REDUCE_SUM, &acc, 1, &rp);
+}
+
+/* ======================= quantisation helpers ======================= */
+
+#define FBX__ONNX_DT_Q8 (FBX__DT(I8) | FBX__DT(U8))
+#define FBX__ONNX_DT_Q (FBX__DT(I8) | FBX__DT(U8) | FBX__DT(I16) | FBX__DT(U16))
+
+static void fbx__onnx_qrange(fbx_dtype dt, double *lo, double *hi) {
+  switch (dt) {
+    case FBX_DTYPE_I8: *lo = -128; *hi = 127; break;
+    case FBX_DTYPE_I16: *lo = -32768; *hi = 32767; break;
+    case FBX_DTYPE_U16: *lo = 0; *hi = 65535; break;
+    default: *lo = 0; *hi = 255; break;
+  }
+}
+
+/* Per-axis scale/zero point: a 1-D [C] param broadcast along axis of an
+ * r-D tensor (scalars pass through). Claim side: ok? */
+static bool fbx__onnx_qparam_ok(const fbx_onnx_cctx *c, const fbx_onnx_value *p, const fbx_onnx_value *x, int *axis) {
+  if (!p) return true;
+  if (p->rank == 0 || (p->rank == 1 && p->dims[0] == 1)) return true;
+  if (p->rank != 1) return fbx__onnx_fail(c, "scale/zero point must be a scalar or 1-D");
+  if (!fbx__onnx_axis(fbx_onnx_attr_int(c->n, "axis", 1), x->rank, false, axis))
+    return fbx__onnx_fail(c, "axis out of range");
+  if (p->dims[0] < 0 || (x->dims[*axis] >= 0 && x->dims[*axis] != p->dims[0]))
+    return fbx__onnx_fail(c, "per-axis parameter length does not match the axis");
+  return true;
+}
+
+/* IR value of param input i, reshaped to [C,1,..] for per-axis use. */
+static fbx_status *fbx__onnx_qparam(fbx_onnx_tctx *t, int i, int xrank, int *out) {
+  FBX_TRY(fbx__onnx_tin(t, i, out));
+  const fbx_onnx_value *p = fbx__onnx_tin_value(t, i);
+  if (*out == FBX_IR_NONE || !p || p->rank == 0 || fbx__onnx_numel1(p)) return NULL;
+  int axis;
+  fbx__onnx_axis(fbx_onnx_attr_int(t->n, "axis", 1), xrank, false, &axis);
+  int64_t shp[FBX_MAX_RANK];
+  int r = xrank - axis;
+  shp[0] = -1;
+  for (int d = 1; d < r; d++) shp[d] = 1;
+  int sid;
+  FBX_TRY(fbx__onnx_const_i64s(t, shp, r, &sid));
+  return fbx__onnx_x(t, FBX_IR_OP_RESHAPE, *out, sid, t->ir->values[*out].dtype, r, out);
+}
+
+/* clamp(round_half_even(v) + zp, lo, hi) cast to dt; v, zp float32 (zp may be NONE). */
+static fbx_status *fbx__onnx_requant(fbx_onnx_tctx *t, int v, int zp, fbx_dtype dt, int r, int out_index) {
+  double lo, hi;
+  fbx__onnx_qrange(dt, &lo, &hi);
+  int rd, lo_id, hi_id, a, b, c;
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ROUND, v, FBX_IR_NONE, FBX_DTYPE_F32, r, &rd));
+  if (zp != FBX_IR_NONE) FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ADD, rd, zp, FBX_DTYPE_F32, r, &rd));
+  FBX_TRY(fbx__onnx_const_scalar(t, FBX_DTYPE_F32, lo, &lo_id));
+  FBX_TRY(fbx__onnx_const_scalar(t, FBX_DTYPE_F32, hi, &hi_id));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MAX, rd, lo_id, FBX_DTYPE_F32, r, &a));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MIN, a, hi_id, FBX_DTYPE_F32, r, &b));
+  FBX_TRY(fbx__onnx_cast_to(t, b, dt, &c));
+  fbx__onnx_bind(t, out_index, c);
+  return NULL;
+}
+
+/* ======================= DequantizeLinear ======================= */
+
+bool fbx__onnx_claim_dequant(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *s = fbx__onnx_cin(c, 1), *z = fbx__onnx_cin(c, 2);
+  if (!fbx__onnx_dt_ok(c, x, FBX__ONNX_DT_Q | FBX__DT(I32), "input")) return false;
+  if (!fbx__onnx_dt_ok(c, s, FBX__DT(F32), "scale")) return false;
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cout(c, 0), FBX__DT(F32), "output")) return false;
+  if (z && z->dtype != x->dtype) return fbx__onnx_fail(c, "zero point dtype differs from input");
+  if (x->dtype == FBX_DTYPE_I32 && z) return fbx__onnx_fail(c, "int32 input with a zero point not supported");
+  int axis;
+  return fbx__onnx_qparam_ok(c, s, x, &axis) && fbx__onnx_qparam_ok(c, z, x, &axis);
+}
+
+/* y = (f32(x) - f32(zp)) * scale (the subtraction is exact in f32 for <= 16-bit ints). */
+fbx_status *fbx__onnx_tr_dequant(fbx_onnx_tctx *t) {
+  int r = fbx__onnx_tin_value(t, 0)->rank;
+  int x, s, z, xf;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  FBX_TRY(fbx__onnx_qparam(t, 1, r, &s));
+  FBX_TRY(fbx__onnx_qparam(t, 2, r, &z));
+  FBX_TRY(fbx__onnx_cast_to(t, x, FBX_DTYPE_F32, &xf));
+  if (z != FBX_IR_NONE) {
+    int zf;
+    FBX_TRY(fbx__onnx_cast_to(t, z, FBX_DTYPE_F32, &zf));
+    FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, xf, zf, FBX_DTYPE_F32, r, &xf));
+  }
+  int ins[2] = {xf, s};
+  return fbx__onnx_emit_out(t, FBX_IR_OP_MUL, ins, 2, NULL);
+}
+
+/* ======================= QuantizeLinear ======================= */
+
+bool fbx__onnx_claim_quant(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *s = fbx__onnx_cin(c, 1), *z = fbx__onnx_cin(c, 2);
+  const fbx_onnx_value *y = fbx__onnx_cout(c, 0);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (!fbx__onnx_dt_ok(c, s, FBX__DT(F32), "scale")) return false;
+  if (!fbx__onnx_dt_ok(c, y, FBX__ONNX_DT_Q, "output")) return false;
+  if (z && z->dtype != y->dtype) return fbx__onnx_fail(c, "zero point dtype differs from output");
+  int axis;
+  return fbx__onnx_qparam_ok(c, s, x, &axis) && fbx__onnx_qparam_ok(c, z, x, &axis);
+}
+
+/* y = saturate(round_half_even(x / scale) + zp) */
+fbx_status *fbx__onnx_tr_quant(fbx_onnx_tctx *t) {
+  int r = fbx__onnx_tin_value(t, 0)->rank;
+  int x, s, z, q, zf = FBX_IR_NONE;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  FBX_TRY(fbx__onnx_qparam(t, 1, r, &s));
+  FBX_TRY(fbx__onnx_qparam(t, 2, r, &z));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, x, s, FBX_DTYPE_F32, r, &q));
+  if (z != FBX_IR_NONE) FBX_TRY(fbx__onnx_cast_to(t, z, FBX_DTYPE_F32, &zf));
+  return fbx__onnx_requant(t, q, zf, fbx__onnx_tout_value(t, 0)->dtype, r, 0);
+}
+
+/* ======================= DynamicQuantizeLinear ======================= */
+
+bool fbx__onnx_claim_dynquant(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cout(c, 0), FBX__DT(U8), "output")) return false;
+  if (x->rank < 1) return fbx__onnx_fail(c, "scalar input not supported");
+  return true;
+}
+
+/* lo = min(0, min x), hi = max(0, max x); scale = (hi - lo) / 255;
+ * zp = clamp(round(-lo / scale), 0, 255); y = saturate(round(x / scale) + zp). */
+fbx_status *fbx__onnx_tr_dynquant(fbx_onnx_tctx *t) {
+  int r = fbx__onnx_tin_value(t, 0)->rank;
+  const fbx_dtype F = FBX_DTYPE_F32;
+  int x, mn, mx, zero, k255, lo, hi, rng, scale, nlo, zq, zr, za, zb, zpf, q;
+  FBX_TRY(fbx__onnx_tin(t, 0, &x));
+  fbx_ir_params rp = fbx__onnx_px();
+  rp.reduce.axes_mask = (r >= 32 ? 0xffffffffu : ((1u << r) - 1u));
+  rp.reduce.keepdims = 0;
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_REDUCE_MIN, &x, 1, &rp, F, 0, &mn));
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_REDUCE_MAX, &x, 1, &rp, F, 0, &mx));
+  FBX_TRY(fbx__onnx_const_scalar(t, F, 0, &zero));
+  FBX_TRY(fbx__onnx_const_scalar(t, F, 255, &k255));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MIN, mn, zero, F, 0, &lo));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MAX, mx, zero, F, 0, &hi));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, hi, lo, F, 0, &rng));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, rng, k255, F, 0, &scale));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, zero, lo, F, 0, &nlo));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, nlo, scale, F, 0, &zq));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ROUND, zq, FBX_IR_NONE, F, 0, &zr));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MAX, zr, zero, F, 0, &za));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MIN, za, k255, F, 0, &zpf));
+  FBX_TRY(fbx__onnx_cast_to(t, zpf, FBX_DTYPE_U8, &zb));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, x, scale, F, r, &q));
+  FBX_TRY(fbx__onnx_requant(t, q, zpf, FBX_DTYPE_U8, r, 0));
+  int sc;
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_IDENTITY, scale, FBX_IR_NONE, F, 0, &sc));
+  fbx__onnx_bind(t, 1, sc);
+  fbx__onnx_bind(t, 2, zb);
+  return NULL;
+}
+
+/* ======================= MatMulInteger / QLinearMatMul ======================= */
+
+/* Static K small enough that every float32 partial sum of products of
+ * (u)int8 differences (|.| <= 255) is an exact integer: K * 255^2 < 2^24. */
+static bool fbx__onnx_qmm_k_ok(const fbx_onnx_cctx *c, const fbx_onnx_value *a) {
+  if (a->rank < 1 || a->rank > 4) return fbx__onnx_fail(c, "A rank %d not supported", a->rank);
+  int64_t k = a->dims[a->rank - 1];
+  if (k < 0) return fbx__onnx_fail(c, "K must be static (float32 composition is exact only for K <= 258)");
+  if (k > 258) return fbx__onnx_fail(c, "K=%lld > 258: float32 accumulation would not be exact", (long long)k);
+  return true;
+}
+
+bool fbx__onnx_claim_mmint(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *a = fbx__onnx_cin(c, 0), *b = fbx__onnx_cin(c, 1);
+  const fbx_onnx_value *az = fbx__onnx_cin(c, 2), *bz = fbx__onnx_cin(c, 3);
+  if (!fbx__onnx_dt_ok(c, a, FBX__ONNX_DT_Q8, "A") || !fbx__onnx_dt_ok(c, b, FBX__ONNX_DT_Q8, "B")) return false;
+  if (!fbx__onnx_dt_ok(c, fbx__onnx_cout(c, 0), FBX__DT(I32), "output")) return false;
+  if (b->rank < 1) return fbx__onnx_fail(c, "B must have rank >= 1");
+  if ((az && (az->dtype != a->dtype || az->rank > 1 || !fbx__onnx_numel1(az))) ||
+      (bz && (bz->dtype != b->dtype || !((bz->rank <= 1 && fbx__onnx_numel1(bz)) || (bz->rank == 1 && b->rank >= 2 &&
+                                                                   bz->dims[0] == b->dims[b->rank - 1])))))
+    return fbx__onnx_fail(c, "zero points must be per-tensor (B: or per-column 1-D) of the input dtype");
+  return fbx__onnx_qmm_k_ok(c, a);
+}
+
+/* f32(v) - f32(zp) (zp may be absent). */
+static fbx_status *fbx__onnx_qsub(fbx_onnx_tctx *t, int vi, int zi, int *out) {
+  int v, z, vf, zf;
+  FBX_TRY(fbx__onnx_tin(t, vi, &v));
+  FBX_TRY(fbx__onnx_cast_to(t, v, FBX_DTYPE_F32, &vf));
+  z = FBX_IR_NONE;
+  if (zi >= 0) FBX_TRY(fbx__onnx_tin(t, zi, &z));
+  if (z == FBX_IR_NONE) { *out = vf; return NULL; }
+  FBX_TRY(fbx__onnx_cast_to(t, z, FBX_DTYPE_F32, &zf));
+  return fbx__onnx_x(t, FBX_IR_OP_SUB, vf, zf, FBX_DTYPE_F32, t->ir->values[vf].rank, out);
+}
+
+fbx_status *fbx__onnx_tr_mmint(fbx_onnx_tctx *t) {
+  int a, b, mm;
+  FBX_TRY(fbx__onnx_qsub(t, 0, 2, &a));
+  FBX_TRY(fbx__onnx_qsub(t, 1, 3, &b));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MATMUL, a, b, FBX_DTYPE_F32, fbx__onnx_tout_value(t, 0)->rank, &mm));
+  fbx_ir_params p = fbx__onnx_px();
+  p.ew.to = FBX_DTYPE_I32;
+  return fbx__onnx_emit_out(t, FBX_IR_OP_CAST, &mm, 1, &p);
+}
+
+bool fbx__onnx_claim_qlmm(const fbx_onnx_cctx *c) {
+  const fbx_onnx_value *a = fbx__onnx_cin(c, 0), *b = fbx__onnx_cin(c, 3), *y = fbx__onnx_cout(c, 0);
+  if (c->n->n_inputs != 8) return fbx__onnx_fail(c, "expects 8 inputs");
+  if (!fbx__onnx_dt_ok(c, a, FBX__ONNX_DT_Q8, "a") || !fbx__onnx_dt_ok(c, b, FBX__ONNX_DT_Q8, "b") ||
+      !fbx__onnx_dt_ok(c, y, FBX__ONNX_DT_Q8, "y"))
+    return false;
+  static const int scales[3] = {1, 4, 6}, zps[3] = {2, 5, 7};
+  const fbx_onnx_value *q[3] = {a, b, y};
+  for (int i = 0; i < 3; i++) {
+    const fbx_onnx_value *s = fbx__onnx_cin(c, scales[i]), *z = fbx__onnx_cin(c, zps[i]);
+    if (!s || !z || s->dtype != FBX_DTYPE_F32 || z->dtype != q[i]->dtype || !fbx__onnx_numel1(s) ||
+        !fbx__onnx_numel1(z) || s->rank > 1 || z->rank > 1)
+      return fbx__onnx_fail(c, "scales/zero points must be per-tensor (float32 scale, zero point of the data dtype)");
+  }
+  if (b->rank < 1) return fbx__onnx_fail(c, "b must have rank >= 1");
+  return fbx__onnx_qmm_k_ok(c, a);
+}
+
+/* acc = (a - azp) @ (b - bzp) exact in f32; y = saturate(round(acc * (as * bs / ys)) + yzp). */
+fbx_status *fbx__onnx_tr_qlmm(fbx_onnx_tctx *t) {
+  const fbx_onnx_value *y = fbx__onnx_tout_value(t, 0);
+  int a, b, mm, as, bs, ys, yz, m1, m2, v, yzf;
+  FBX_TRY(fbx__onnx_qsub(t, 0, 2, &a));
+  FBX_TRY(fbx__onnx_qsub(t, 3, 5, &b));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MATMUL, a, b, FBX_DTYPE_F32, y->rank, &mm));
+  FBX_TRY(fbx__onnx_tin(t, 1, &as));
+  FBX_TRY(fbx__onnx_tin(t, 4, &bs));
+  FBX_TRY(fbx__onnx_tin(t, 6, &ys));
+  FBX_TRY(fbx__onnx_tin(t, 7, &yz));
+  int sr = t->ir->values[as].rank;
+  if (t->ir->values[bs].rank > sr) sr = t->ir->values[bs].rank;
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MUL, as, bs, FBX_DTYPE_F32, sr, &m1));
+  if (t->ir->values[ys].rank > sr) sr = t->ir->values[ys].rank;
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, m1, ys, FBX_DTYPE_F32, sr, &m2));
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MUL, mm, m2, FBX_DTYPE_F32, y->rank > sr ? y->rank : sr, &v));
+  FBX_TRY(fbx__onnx_cast_to(t, yz, FBX_DTYPE_F32, &yzf));
+  return fbx__onnx_requant(t, v, yzf, y->dtype, t->ir->values[v].rank, 0);
+}
