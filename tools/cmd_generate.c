@@ -8,28 +8,35 @@
 #include "common/ort_host_decode.h"
 
 static const char kUsage[] =
-    "usage: fusebox generate MODEL [--prompt-len N] [--new-tokens M] [--no-ort] [--rtol R --atol A]\n"
+    "usage: fusebox generate MODEL [--prompt-len N] [--new-tokens M] [--rounds R] [--no-ort]\n"
+    "                             [--rtol R --atol A]\n"
     "  Prefills a random prompt (ids from --seed) on a decoder with a KV cache (inputs input_ids,\n"
     "  position_ids, attention_mask, past_key_values.<i>.key/.value; outputs logits,\n"
     "  present.<i>.key/.value), then decodes M tokens greedily (argmax), feeding presents back\n"
-    "  as pasts. The same loop runs on ORT's CPU EP, step by step interleaved; prints prefill\n"
-    "  and decode tok/s of both, their ratio, the worst logits error while the sequences agree,\n"
-    "  and whether the generated sequences are identical (exit 1 if not).\n"
+    "  as pasts. The same loop runs on ORT's CPU EP. A first pass runs both step by step\n"
+    "  interleaved and compares logits and tokens at every step (it also warms both up); then R\n"
+    "  timed rounds run each whole loop in turn, alternating which EP goes first (so neither pays\n"
+    "  for the other's idle threads more than once per round); prints the median prefill and\n"
+    "  decode tok/s of both, their ratio, the worst logits error while the sequences agree, and\n"
+    "  whether the generated sequences are identical (exit 1 if not).\n"
     "  --prompt-len N   prompt tokens (default 16)\n"
     "  --new-tokens M   decode steps (default 32)\n"
+    "  --rounds R       timed rounds after the checked pass (default 3)\n"
     "  --no-ort         Fusebox only (no comparison)\n"
     "  --rtol R --atol A  logits tolerance reported per step (default 1e-3 / 1e-3)\n";
 
 typedef struct {
-  long long prompt, new_tokens;
+  long long prompt, new_tokens, rounds;
   int no_ort;
   double rtol, atol;
 } gen_opts;
 
 static int gen_opt(void *ctx, const char *opt, const char *val) {
   gen_opts *o = ctx;
-  long long *dst = strcmp(opt, "--prompt-len") == 0 ? &o->prompt
-                   : strcmp(opt, "--new-tokens") == 0 ? &o->new_tokens : NULL;
+  long long *dst = strcmp(opt, "--prompt-len") == 0   ? &o->prompt
+                   : strcmp(opt, "--new-tokens") == 0 ? &o->new_tokens
+                   : strcmp(opt, "--rounds") == 0     ? &o->rounds
+                                                      : NULL;
   if (dst) {
     if (fbx_cli_parse_int(val, dst == &o->prompt ? 1 : 0, 1000000, dst) != 0) {
       fprintf(stderr, "fusebox generate: bad value for %s\n", opt);
@@ -57,8 +64,11 @@ typedef struct {
   fbx_host_session *s;
   fbx_host_decoder d;
   int64_t *tokens;       // (new_tokens + 1) argmax results
-  double prefill_s, decode_s;
+  double prefill_s, decode_s;         // medians over the timed rounds
+  double round_prefill[64], round_decode[64];
 } gen_lane;
+
+#define GEN_MAX_ROUNDS 64
 
 static int gen_step(fbx_cli *c, gen_lane *l, const int64_t *ids, int64_t n, int64_t *next) {
   char *err = fbx_host_decoder_step(&l->d, ids, n);
@@ -71,11 +81,45 @@ static int gen_step(fbx_cli *c, gen_lane *l, const int64_t *ids, int64_t n, int6
   return *next < 0 ? -1 : 0;
 }
 
+// One whole loop on one lane: reset, prefill the prompt, decode n tokens; times in seconds.
+static int gen_loop(fbx_cli *c, gen_lane *l, const int64_t *prompt, long long n_prompt, long long n_new,
+                    double *prefill_s, double *decode_s) {
+  char *err = fbx_host_decoder_reset(&l->d);
+  if (err) {
+    fprintf(stderr, "%s: %s: %s\n", c->prog, l->name, err);
+    fbx_host_err_free(err);
+    return -1;
+  }
+  int64_t tok;
+  if (gen_step(c, l, prompt, n_prompt, &tok)) return -1;
+  *prefill_s = l->d.last_run_s;
+  *decode_s = 0;
+  for (long long i = 0; i < n_new; i++) {
+    if (gen_step(c, l, &tok, 1, &tok)) return -1;
+    *decode_s += l->d.last_run_s;
+  }
+  return 0;
+}
+
+static int gen_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double gen_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, gen_cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int fbx_cmd_generate(int argc, char **argv) {
   fbx_cli c;
-  gen_opts o = {16, 32, 0, 1e-3, 1e-3};
+  gen_opts o = {16, 32, 3, 0, 1e-3, 1e-3};
   int rc = fbx_cli_parse(&c, "fusebox generate", argc, argv, kUsage, gen_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
+  if (o.rounds < 1 || o.rounds > GEN_MAX_ROUNDS) {
+    fprintf(stderr, "fusebox generate: --rounds must be 1..%d\n", GEN_MAX_ROUNDS);
+    return 2;
+  }
   if (fbx_cli_open(&c)) return 1;
   rc = 1;
   gen_lane lanes[2];
@@ -117,7 +161,6 @@ int fbx_cmd_generate(int argc, char **argv) {
   // prefill
   for (int k = 0; k < n_lanes; k++) {
     if (gen_step(&c, &lanes[k], prompt, o.prompt, &lanes[k].tokens[0])) goto out;
-    lanes[k].prefill_s = lanes[k].d.last_run_s;
   }
   double worst_abs = 0;
   long long bad_steps = 0, agree_steps = 0;
@@ -126,7 +169,6 @@ int fbx_cmd_generate(int argc, char **argv) {
     if (step > 0) {
       for (int k = 0; k < n_lanes; k++) {
         if (gen_step(&c, &lanes[k], &lanes[k].tokens[step - 1], 1, &lanes[k].tokens[step])) goto out;
-        lanes[k].decode_s += lanes[k].d.last_run_s;
       }
     }
     if (n_lanes == 2 && agree) {
@@ -138,6 +180,20 @@ int fbx_cmd_generate(int argc, char **argv) {
       agree = lanes[0].tokens[step] == lanes[1].tokens[step];
     }
   }
+  // timed rounds: whole loops, alternating which lane goes first
+  for (long long r = 0; r < o.rounds; r++) {
+    for (int j = 0; j < n_lanes; j++) {
+      int k = (r % 2 == 0) ? j : n_lanes - 1 - j;
+      if (gen_loop(&c, &lanes[k], prompt, o.prompt, o.new_tokens, &lanes[k].round_prefill[r],
+                   &lanes[k].round_decode[r]))
+        goto out;
+    }
+  }
+  for (int k = 0; k < n_lanes; k++) {
+    lanes[k].prefill_s = gen_median(lanes[k].round_prefill, (int)o.rounds);
+    lanes[k].decode_s = gen_median(lanes[k].round_decode, (int)o.rounds);
+  }
+  printf("  timing: median of %lld round(s), each EP's whole loop in turn (order alternating)\n", o.rounds);
   for (int k = 0; k < n_lanes; k++) {
     gen_lane *l = &lanes[k];
     printf("  %-8s prefill %8.1f tok/s (%.2f ms)   decode %8.1f tok/s (%.3f ms/token)\n", l->name,

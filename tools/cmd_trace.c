@@ -167,7 +167,8 @@ static void add_event(agg *a, json_t *e) {
     if (d > a->dropped) a->dropped = d;
   } else if (!strcmp(name, "fusebox.slowest_ops")) {
     a->slowest = e;
-  } else if (!strcmp(cat, "ep.phase") && !strncmp(name, "fusebox.", 8)) {
+  } else if ((!strcmp(cat, "ep.phase") && !strncmp(name, "fusebox.", 8)) ||
+             (!strcmp(cat, "device") && !strcmp(name, "fusebox.eval"))) {
     tally *t = tally_get(&a->phases, name + 8);
     if (t) {
       t->us += dur;

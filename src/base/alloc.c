@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Atomic long fbx__fail_countdown = -1;
 
@@ -26,6 +27,17 @@ void *fbx_malloc_aligned(size_t n) {
   return p;
 }
 void fbx_free_aligned(void *p) { free(p); }
+
+void *fbx_malloc_huge(size_t n) {
+  if (n < ((size_t)1 << 20)) return fbx_malloc_aligned(n);
+  if (fbx__should_fail()) return NULL;
+  const size_t huge = (size_t)2 << 20;
+  size_t rounded = (n + huge - 1) & ~(huge - 1);
+  void *p = NULL;
+  if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+  (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
+  return p;
+}
 
 char *fbx_strdup(const char *s) {
   if (!s) return NULL;

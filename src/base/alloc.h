@@ -13,6 +13,10 @@ void fbx_free(void *p);
 /* 64-byte aligned allocation for kernel buffers; free with fbx_free_aligned. */
 void *fbx_malloc_aligned(size_t n);
 void fbx_free_aligned(void *p);
+/* Large, long-lived, streamed buffers (packed weights): 2 MiB aligned and, when
+ * at least 1 MiB, advised to use transparent huge pages (fewer TLB misses when a
+ * decode step streams every weight once). Free with fbx_free_aligned. */
+void *fbx_malloc_huge(size_t n);
 /* Returns a heap copy of s (NULL on OOM or NULL s); caller frees with fbx_free. */
 char *fbx_strdup(const char *s);
 

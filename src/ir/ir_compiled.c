@@ -257,7 +257,7 @@ static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inpu
     if (fbx_trace_enabled()) {
       fbx_trace_arg a[] = {FBX_TARG_S("path", fbx_ir_path_name(path)), FBX_TARG_S("shape_key", r->shape_key),
                            FBX_TARG_I("steps", p ? p->n_steps : 0)};
-      fbx_trace_complete("ir.plan_build", "ir", t0, t1, a, 3);
+      fbx_trace_complete("fusebox.compile", "ep.phase", t0, t1, a, 3); /* a plan build on MISS */
     }
     if (st) {
       r->fell_back = true;

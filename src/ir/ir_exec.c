@@ -30,18 +30,27 @@ static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, 
   return NULL;
 }
 
-static void fbx__ir_shape_str(const fbx_tensor *t, char *buf, size_t cap) {
-  size_t k = 0;
-  buf[0] = 0;
+/* "1x16x64" into buf; hand-formatted because it runs per traced op. Returns chars written. */
+static size_t fbx__ir_shape_str(const fbx_tensor *t, char *buf, size_t cap) {
   if (t->rank <= 0) {
-    snprintf(buf, cap, t->rank == 0 ? "scalar" : "none");
-    return;
+    const char *s = t->rank == 0 ? "scalar" : "none";
+    size_t n = strlen(s) < cap ? strlen(s) : cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return n;
   }
-  for (int i = 0; i < t->rank && k + 1 < cap; i++) {
-    int w = snprintf(buf + k, cap - k, i ? "x%lld" : "%lld", (long long)t->dims[i]);
-    if (w < 0) break;
-    k += (size_t)w;
+  size_t k = 0;
+  for (int i = 0; i < t->rank; i++) {
+    char digits[24];
+    int nd = 0;
+    uint64_t v = t->dims[i] < 0 ? 0 : (uint64_t)t->dims[i];
+    do digits[nd++] = (char)('0' + v % 10), v /= 10; while (v);
+    if (k + (size_t)nd + 2 >= cap) break;
+    if (i) buf[k++] = 'x';
+    while (nd) buf[k++] = digits[--nd];
   }
+  buf[k] = 0;
+  return k;
 }
 
 static void fbx__ir_shapes_str(const fbx_tensor *t, int n, char *buf, size_t cap) {
@@ -49,8 +58,7 @@ static void fbx__ir_shapes_str(const fbx_tensor *t, int n, char *buf, size_t cap
   buf[0] = 0;
   for (int i = 0; i < n && k + 2 < cap; i++) {
     if (i) buf[k++] = ',', buf[k] = 0;
-    fbx__ir_shape_str(&t[i], buf + k, cap - k);
-    k += strlen(buf + k);
+    k += fbx__ir_shape_str(&t[i], buf + k, cap - k);
   }
 }
 
@@ -84,10 +92,8 @@ static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor 
   fbx_trace_complete(op, "op", t0, t1, args, (int)(sizeof args / sizeof args[0]));
   fbx_trace_session_op(fbx_trace_session_current(), op, t1 - t0, false);
   if (n->op == FBX_IR_OP_FUSED_EW && p->fast_names[nid]) {
-    char name[512];
-    snprintf(name, sizeof name, "%s [fast]", p->fast_names[nid]);
     fbx_trace_arg fa[] = {FBX_TARG_S("kernel", "ew_fused"), FBX_TARG_I("node_id", nid)};
-    fbx_trace_complete(name, "op.fast", t0, t1, fa, 2);
+    fbx_trace_complete(p->fast_names[nid], "op.fast", t0, t1, fa, 2);
   }
 }
 
@@ -220,6 +226,12 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
     uint64_t t2 = fbx_trace_now_ns();
     report->eval_ns += t1 - t0;
     report->copy_ns += t2 - t1;
+    if (tracing) {
+      /* device-inclusive eval (the CPU backend is synchronous, so host == device here) */
+      fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
+      fbx_trace_complete("fusebox.eval", "device", t0, t1, a, 2);
+      if (t2 > t1) fbx_trace_complete("fusebox.copy", "ep.phase", t1, t2, NULL, 0);
+    }
   }
   return NULL;
 }

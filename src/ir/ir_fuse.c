@@ -53,7 +53,7 @@ static fbx_status *fbx__ir_fuse_emit(fbx__ir_fuse_ctx *c, const char **fast_name
   fbx_ir_ew_program *pg = fbx_ir_graph_alloc(g, sizeof(*pg));
   fbx_ir_ew_instr *ins = fbx_ir_graph_alloc(g, sizeof(*ins) * (size_t)c->n_tree);
   int *new_inputs = fbx_ir_graph_alloc(g, sizeof(int) * (size_t)n_ext);
-  size_t name_len = 1;
+  size_t name_len = sizeof " [fast]";
   for (int t = 0; t < c->n_tree; t++) name_len += strlen(g->nodes[c->tree[t]].onnx_op) + 1;
   char *fname = fbx_ir_graph_alloc(g, name_len);
   if (!pg || !ins || !new_inputs || !fname) return FBX_ERR_OOM();
@@ -99,6 +99,7 @@ static fbx_status *fbx__ir_fuse_emit(fbx__ir_fuse_ctx *c, const char **fast_name
   r->n_inputs = n_ext;
   memset(&r->params, 0, sizeof r->params);
   r->params.fused.prog = pg;
+  strcat(fname, " [fast]"); /* the trace span name, built once per plan */
   fast_names[root] = fname;
   return NULL;
 }

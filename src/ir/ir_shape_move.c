@@ -147,7 +147,7 @@ int64_t fbx_ir_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t st
     end = end < 0 ? 0 : end > dim ? dim : end;
     n = end > start ? (end - start + step - 1) / step : 0;
   } else {
-    start = start < 0 ? -1 : start > dim - 1 ? dim - 1 : start;
+    start = start > dim - 1 ? dim - 1 : start < 0 && dim > 0 ? 0 : start < 0 ? -1 : start; /* ONNX: [0, dim-1] */
     end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
     n = start > end ? (start - end + (-step) - 1) / (-step) : 0;
   }

@@ -41,6 +41,18 @@ static int64_t g_dropped = 0;  /* counted events refused by the cap (atomic) */
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static __thread tbuf *tl_buf = NULL;
+static int g_pid = 0; /* getpid() is a system call: cached, refreshed in a forked child */
+
+static void pid_refresh(void) { __atomic_store_n(&g_pid, (int)getpid(), __ATOMIC_RELAXED); }
+static void pid_once(void) { pthread_atfork(NULL, NULL, pid_refresh); }
+static int pid_get(void) {
+  int p = __atomic_load_n(&g_pid, __ATOMIC_RELAXED);
+  if (__builtin_expect(p != 0, 1)) return p;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, pid_once);
+  pid_refresh();
+  return g_pid;
+}
 
 int64_t fbx__trace_dropped(void) { return __atomic_load_n(&g_dropped, __ATOMIC_RELAXED); }
 int64_t fbx__trace_recorded(void) { return __atomic_load_n(&g_recorded, __ATOMIC_RELAXED); }
@@ -165,6 +177,11 @@ void fbx__sbuf_dbl(fbx__sbuf *b, double v) {
     fbx__sbuf_put(b, "null", 4);
     return;
   }
+  /* integral values (flops, counters) without snprintf: it dominates an op span's cost */
+  if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) {
+    fbx__sbuf_i64(b, (int64_t)v);
+    return;
+  }
   char tmp[40];
   int n = snprintf(tmp, sizeof tmp, "%.10g", v);
   fbx__sbuf_put(b, tmp, (size_t)n);
@@ -238,7 +255,7 @@ static void append_meta(fbx__sbuf *b, const char *kind, int tid, const char *nam
   fbx__sbuf_puts(b, "{\"name\":");
   fbx__sbuf_str(b, kind);
   fbx__sbuf_puts(b, ",\"ph\":\"M\",\"pid\":");
-  fbx__sbuf_i64(b, (int64_t)getpid());
+  fbx__sbuf_i64(b, (int64_t)pid_get());
   fbx__sbuf_puts(b, ",\"tid\":");
   fbx__sbuf_i64(b, tid);
   fbx__sbuf_puts(b, ",\"args\":{\"name\":");
@@ -402,7 +419,7 @@ static void emit_event(const char *name, const char *cat, char ph, uint64_t t0_n
     fbx__sbuf_ts(b, t1_ns >= t0_ns ? t1_ns - t0_ns : 0);
   }
   fbx__sbuf_puts(b, ",\"pid\":");
-  fbx__sbuf_i64(b, (int64_t)getpid());
+  fbx__sbuf_i64(b, (int64_t)pid_get());
   fbx__sbuf_puts(b, ",\"tid\":");
   fbx__sbuf_i64(b, tb->tid);
   if (ph == 'C') {

@@ -222,13 +222,15 @@ static void test_claim_reasons(void) {
   t.nodes[k].opset = 11;
   CHECK(expect_decline(&t, k, "Upsample: opset 11 not supported"), "upsample opset");
 
-  /* Dropout with mask output */
+  /* Dropout: a bool mask output is claimed (all true in inference), another dtype is not */
   tg_init(&t);
   x = tg_input(&t, "x", FBX_DTYPE_F32, 2, d23);
   y = tg_val(&t, "y", FBX_DTYPE_F32, 2, d23);
   int m = tg_val(&t, "mask", FBX_DTYPE_BOOL, 2, d23);
   k = tg_node(&t, "Dropout", 13, &x, 1, (int[]){y, m}, 2);
-  CHECK(expect_decline(&t, k, "optional output 'mask' not supported"), "dropout mask");
+  CHECK(claim(&t, k), "dropout with mask: %s", g_reason);
+  t.vals[m].dtype = FBX_DTYPE_F32;
+  CHECK(expect_decline(&t, k, "mask output must be bool"), "dropout non-bool mask");
   t.nodes[k].n_outputs = 1;
   CHECK(claim(&t, k), "dropout ok: %s", g_reason);
 

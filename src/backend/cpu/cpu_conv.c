@@ -4,6 +4,7 @@
  *   general                    : im2col (parallel) + sgemm per (n, group)
  * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im.
  * Bias is added per GEMM block right after it is computed (still in cache). */
+#include <immintrin.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -108,6 +109,67 @@ static void fbx__dw_task(void *arg, int64_t p0, int64_t p1, int worker) {
           }
         }
       }
+  }
+}
+
+/* 2D depthwise, stride 1 or 2, dilation 1: the plane is copied into a
+ * zero-padded per-worker buffer, then 8 outputs of a row are accumulated in
+ * one AVX2 register over the KHxKW taps (no bounds checks in the loop). */
+typedef struct fbx__dw2_job {
+  const fbx__cv_geom *g;
+  const float *x, *w, *b;
+  float *y;
+  float *pad;          /* per worker: PH * PW */
+  int64_t PH, PW;
+} fbx__dw2_job;
+
+static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  const fbx__dw2_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+  const int64_t KH = g->k[1], KW = g->k[2], s = g->s[2], PW = j->PW, PH = j->PH;
+  const int64_t pt = g->pb[1], pl = g->pb[2];
+  float *xp = j->pad + (size_t)worker * (size_t)(PH * PW);
+  memset(xp, 0, (size_t)(PH * PW) * sizeof(float));
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t ch = p % g->C;
+    const float *x = j->x + p * IH * IW;
+    const float *w = j->w + ch * KH * KW;
+    float *y = j->y + p * OH * OW;
+    float bias = j->b ? j->b[ch] : 0.f;
+    for (int64_t ih = 0; ih < IH; ih++) memcpy(xp + (ih + pt) * PW + pl, x + ih * IW, (size_t)IW * sizeof(float));
+    for (int64_t oh = 0; oh < OH; oh++) {
+      float *yr = y + oh * OW;
+      const float *xr0 = xp + oh * g->s[1] * PW;
+      int64_t ow = 0;
+      for (; ow + 8 <= OW; ow += 8) {
+        __m256 acc = _mm256_set1_ps(bias);
+        for (int64_t kh = 0; kh < KH; kh++) {
+          const float *xr = xr0 + kh * PW + ow * s;
+          for (int64_t kw = 0; kw < KW; kw++) {
+            __m256 wv = _mm256_set1_ps(w[kh * KW + kw]);
+            __m256 xv;
+            if (s == 1) {
+              xv = _mm256_loadu_ps(xr + kw);
+            } else {
+              __m256 a = _mm256_loadu_ps(xr + kw), b = _mm256_loadu_ps(xr + kw + 8);
+              __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+              xv = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+            }
+            acc = _mm256_fmadd_ps(wv, xv, acc);
+          }
+        }
+        _mm256_storeu_ps(yr + ow, acc);
+      }
+      for (; ow < OW; ow++) {
+        float acc = bias;
+        for (int64_t kh = 0; kh < KH; kh++) {
+          const float *xr = xr0 + kh * PW + ow * s;
+          for (int64_t kw = 0; kw < KW; kw++) acc += w[kh * KW + kw] * xr[kw];
+        }
+        yr[ow] = acc;
+      }
+    }
   }
 }
 
@@ -247,6 +309,21 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   if (g.G == g.C && g.M == g.C) {
     info->variant = "conv_depthwise_direct";
     info->reason = "group == C == M";
+    bool fast2d = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.d[1] == 1 && g.d[2] == 1 &&
+                  g.s[1] == g.s[2] && (g.s[2] == 1 || g.s[2] == 2) && g.pb[1] >= 0 && g.pb[2] >= 0;
+    if (fast2d) {
+      /* padded plane: every tap of every (vector) output lies inside it */
+      int64_t PH = g.in[1] + g.pb[1], PW = g.in[2] + g.pb[2];
+      int64_t needh = (g.out[1] - 1) * g.s[1] + g.k[1], needw = (g.out[2] - 1) * g.s[2] + g.k[2] + 16;
+      if (PH < needh) PH = needh;
+      if (PW < needw) PW = needw;
+      float *pad = fbx_cpu_scratch(c, (size_t)(PH * PW) * sizeof(float) * (size_t)c->threads);
+      if (!pad) return FBX_ERR_OOM();
+      info->variant = "conv_depthwise_avx2";
+      fbx__dw2_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y, .pad = pad, .PH = PH, .PW = PW};
+      fbx_cpu_par(c, g.N * g.C, 1, fbx__dw2_task, &j);
+      return NULL;
+    }
     fbx__dw_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y};
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
     return NULL;
@@ -295,6 +372,39 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   return NULL;
 }
 
+/* col2im of CONV_TRANSPOSE, parallel over output channels (disjoint writes). */
+typedef struct fbx__c2i_job {
+  const fbx__cv_geom *g;
+  const float *col;   /* (Mg*KV, IS) */
+  float *y;           /* (Mg, OS) */
+  int64_t KV, IS, OS;
+} fbx__c2i_job;
+
+static void fbx__c2i_task(void *arg, int64_t m0, int64_t m1, int worker) {
+  const fbx__c2i_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  for (int64_t r = m0 * j->KV; r < m1 * j->KV; r++) {
+    int64_t kw = r % g->k[2], kh = (r / g->k[2]) % g->k[1], kd = (r / (g->k[2] * g->k[1])) % g->k[0];
+    int64_t m = r / j->KV;
+    const float *cr = j->col + r * j->IS;
+    float *ym = j->y + m * j->OS;
+    for (int64_t id = 0; id < g->in[0]; id++) {
+      int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
+      if (od < 0 || od >= g->out[0]) continue;
+      for (int64_t ih = 0; ih < g->in[1]; ih++) {
+        int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
+        if (oh < 0 || oh >= g->out[1]) continue;
+        const float *cc = cr + (id * g->in[1] + ih) * g->in[2];
+        float *yr = ym + (od * g->out[1] + oh) * g->out[2];
+        for (int64_t iw = 0; iw < g->in[2]; iw++) {
+          int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
+          if (ow >= 0 && ow < g->out[2]) yr[ow] += cc[iw];
+        }
+      }
+    }
+  }
+}
+
 fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
   if (n_in < 2) return FBX_ERR_ARG("CONV_TRANSPOSE: needs X and W");
   fbx__cv_geom g;
@@ -318,26 +428,8 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
       float *yg = y + (n * g.M + gi * Mg) * OS;
       /* col (Mg*KV, IS) = wg^T (Mg*KV, Cg) x xg (Cg, IS) */
       fbx_cpu_sgemm_par(c, true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS, NULL);
-      for (int64_t r = 0; r < Mg * KV; r++) {
-        int64_t kw = r % g.k[2], kh = (r / g.k[2]) % g.k[1], kd = (r / (g.k[2] * g.k[1])) % g.k[0];
-        int64_t m = r / KV;
-        const float *cr = col + r * IS;
-        float *ym = yg + m * OS;
-        for (int64_t id = 0; id < g.in[0]; id++) {
-          int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
-          if (od < 0 || od >= g.out[0]) continue;
-          for (int64_t ih = 0; ih < g.in[1]; ih++) {
-            int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
-            if (oh < 0 || oh >= g.out[1]) continue;
-            const float *cc = cr + (id * g.in[1] + ih) * g.in[2];
-            float *yr = ym + (od * g.out[1] + oh) * g.out[2];
-            for (int64_t iw = 0; iw < g.in[2]; iw++) {
-              int64_t ow = iw * g.s[2] - g.pb[2] + kw * g.d[2];
-              if (ow >= 0 && ow < g.out[2]) yr[ow] += cc[iw];
-            }
-          }
-        }
-      }
+      fbx__c2i_job cj = {.g = &g, .col = col, .y = yg, .KV = KV, .IS = IS, .OS = OS};
+      fbx_cpu_par(c, Mg, 1, fbx__c2i_task, &cj);
     }
   fbx__cv_bias(y, b, g.N, g.M, OS);
   return NULL;

@@ -8,7 +8,6 @@
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cpu_internal.h"
 
@@ -18,21 +17,7 @@ fbx_status *fbx_cpu_gemv_pack(const float *b, int64_t K, int64_t N, bool trans_b
   *out = NULL;
   int64_t np = (N + P - 1) / P;
   size_t bytes = (size_t)(np * K * P) * sizeof(float) + 64;
-  float *pk = NULL;
-  if (bytes >= (1u << 20)) {
-    /* Large weights: 2 MiB aligned and backed by transparent huge pages (decode
-     * streams every weight once per token; 4 KiB pages cost TLB misses). The
-     * pointer comes from posix_memalign like fbx_malloc_aligned's, so
-     * fbx_free_aligned (free) releases it. Done before the first touch. */
-    const size_t huge = (size_t)2 << 20;
-    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
-    void *m = NULL;
-    if (posix_memalign(&m, huge, rounded) == 0) {
-      (void)madvise(m, rounded, MADV_HUGEPAGE);
-      pk = m;
-    }
-  }
-  if (!pk) pk = fbx_malloc_aligned(bytes);
+  float *pk = fbx_malloc_huge(bytes); /* streamed once per decode token: huge pages */
   if (!pk) return FBX_ERR_OOM();
   for (int64_t p = 0; p < np; p++) {
     float *dst = pk + p * K * P;
