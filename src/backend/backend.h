@@ -70,6 +70,10 @@ typedef struct fbx_backend_vtable {
   /* Engine memory currently held by buffer_alloc, in bytes. */
   size_t (*memory_in_use)(fbx_backend *be);
   void (*destroy)(fbx_backend *be);
+  /* Whether run_node applies params.conv.epilogue for this node (see
+   * ir_graph.h); the plan only attaches epilogues when this says so.
+   * Optional (NULL = never). */
+  bool (*supports_epilogue)(fbx_backend *be, const fbx_ir_node *node);
 } fbx_backend_vtable;
 
 struct fbx_backend {

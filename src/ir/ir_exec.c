@@ -76,6 +76,12 @@ static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor 
     if (in[i].rank >= 0) bytes += fbx__ir_tensor_bytes(&in[i]);
   for (int i = 0; i < n_out; i++) bytes += fbx__ir_tensor_bytes(&out[i]);
   const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op;
+  const char *variant = info->variant ? info->variant : "";
+  char epi_variant[512];
+  if (n->op != FBX_IR_OP_FUSED_EW && p->fast_names[nid]) { /* conv with an epilogue */
+    snprintf(epi_variant, sizeof epi_variant, "%s+epilogue(%s)", variant, p->fast_names[nid]);
+    variant = epi_variant;
+  }
   fbx_trace_arg args[] = {
       FBX_TARG_I("node_id", nid),
       FBX_TARG_S("node", n->name ? n->name : ""),
@@ -86,7 +92,7 @@ static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor 
       FBX_TARG_I("elements", elems),
       FBX_TARG_I("bytes", bytes),
       FBX_TARG_D("flops", info->flops),
-      FBX_TARG_S("kernel_variant", info->variant ? info->variant : ""),
+      FBX_TARG_S("kernel_variant", variant),
       FBX_TARG_S("kernel_variant_reason", info->reason ? info->reason : ""),
   };
   fbx_trace_complete(op, "op", t0, t1, args, (int)(sizeof args / sizeof args[0]));

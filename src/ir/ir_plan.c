@@ -203,6 +203,8 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
 
   if (o->fold && (st = fbx__ir_fold(g, be, dead, o->fold_shapes, inputs, n_inputs))) goto fail;
   if (o->fuse && (st = fbx__ir_fuse(g, dead, p->fast_names))) goto fail;
+  if (o->fuse && (st = fbx__ir_fuse_epilogue(g, be, dead, p->fast_names, o->fold_shapes, inputs, n_inputs)))
+    goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
 

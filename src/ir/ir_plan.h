@@ -23,7 +23,7 @@ typedef struct fbx__ir_plan {
   int *steps; int n_steps;             /* live node ids, topological */
   void **states;                       /* per node id: node_prepare state or NULL (plan-owned or shared) */
   bool *prepared;                      /* per node id: node_prepare was called by this plan (release it) */
-  const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW, else NULL */
+  const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW (or a conv's epilogue), else NULL */
   int *slot_of;                        /* per value id: slot or -1 */
   bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
   int *out_pos;                        /* per value id: first graph-output position or -1 */
@@ -85,5 +85,10 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
 fbx_status *fbx__ir_fold(fbx_ir_graph *g, fbx_backend *be, bool *dead, bool fold_shapes,
                          const fbx_tensor *inputs, int n_inputs);
 fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
+/* Conv epilogues (ir_fuse_epilogue.c), after fbx__ir_fuse: sets
+ * fast_names[conv] to the absorbed ops ("Mul+Add+..."). use_inputs: shapes of
+ * the run's inputs hold for every run of this plan (shape-keyed). */
+fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, const char **fast_names,
+                                  bool use_inputs, const fbx_tensor *inputs, int n_inputs);
 
 #endif

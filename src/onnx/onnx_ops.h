@@ -173,6 +173,7 @@ FBX__ONNX_FAMILY(conv)
 FBX__ONNX_FAMILY(pool)
 FBX__ONNX_FAMILY(gpool)
 FBX__ONNX_FAMILY(resize)
+FBX__ONNX_FAMILY(convint)
 /* composed ops (onnx_ops_extra.c) */
 FBX__ONNX_FAMILY(size)
 FBX__ONNX_FAMILY(shrink)
@@ -184,5 +185,14 @@ FBX__ONNX_FAMILY(quant)
 FBX__ONNX_FAMILY(dynquant)
 FBX__ONNX_FAMILY(mmint)
 FBX__ONNX_FAMILY(qlmm)
+FBX__ONNX_FAMILY(unique)
+
+/* float16 via float32 (onnx_ops_f16.c): family X gets claim_X_h / tr_X_h,
+ * which run X on a shadow of the node where float16 reads as float32 and
+ * wrap float16 inputs/outputs in CASTs. */
+#define FBX__ONNX_F16_LIST(X) \
+  X(matmul) X(gemm) X(reduce) X(argmax) X(softmax) X(layernorm) X(instnorm) X(lrn) X(conv) X(pool) X(gpool) X(resize)
+#define FBX__ONNX_F16_DECL(fam) FBX__ONNX_FAMILY(fam##_h)
+FBX__ONNX_F16_LIST(FBX__ONNX_F16_DECL)
 
 #endif

@@ -534,3 +534,17 @@ fbx_status *fbx__onnx_tr_qlmm(fbx_onnx_tctx *t) {
   FBX_TRY(fbx__onnx_cast_to(t, yz, FBX_DTYPE_F32, &yzf));
   return fbx__onnx_requant(t, v, yzf, y->dtype, t->ir->values[v].rank, 0);
 }
+
+/* ======================= Unique (declined) ======================= */
+
+/* Registered only so that the decline reason is precise. */
+bool fbx__onnx_claim_unique(const fbx_onnx_cctx *c) {
+  return fbx__onnx_fail(c,
+                        "not implemented: its four outputs (values, first indices, inverse indices, counts) have "
+                        "data-dependent sizes and need a stable sort + dedupe (+ row compare for 'axis'), which "
+                        "no IR op provides; left to ORT");
+}
+
+fbx_status *fbx__onnx_tr_unique(fbx_onnx_tctx *t) {
+  return FBX_ERR_NOTIMPL("%s: not implemented", t->n->op_type);
+}

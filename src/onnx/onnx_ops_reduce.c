@@ -112,6 +112,10 @@ fbx_status *fbx__onnx_tr_argmax(fbx_onnx_tctx *t) {
 
 /* ---- CumSum: axis is a constant scalar input ---- */
 
+/* A runtime axis selects among one CUMSUM per possible axis (WHERE on
+ * axis == k or axis == k - rank): rank CUMSUMs, so the rank is bounded. */
+#define FBX__ONNX_CUMSUM_RT_MAXRANK 4
+
 static bool fbx__onnx_cumsum_axis(const fbx_onnx_cctx *c, int *axis) {
   const fbx_onnx_tensor *at = fbx__onnx_cconst(c, 1, "axis input");
   if (!at) return false;
@@ -122,10 +126,24 @@ static bool fbx__onnx_cumsum_axis(const fbx_onnx_cctx *c, int *axis) {
   return true;
 }
 
+static bool fbx__onnx_cumsum_axis_const(const fbx_onnx_graph *g, const fbx_onnx_node *n) {
+  return n->n_inputs > 1 && fbx__onnx_value_const(g, n->inputs[1]) != NULL;
+}
+
 bool fbx__onnx_claim_cumsum(const fbx_onnx_cctx *c) {
-  const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *a = fbx__onnx_cin(c, 1);
   if (!fbx__onnx_dt_ok(c, x, FBX_ONNX_DT_F32_F64 | FBX_ONNX_DT_IDX, "input")) return false;
   if (x->rank < 1) return fbx__onnx_fail(c, "scalar input not supported");
+  if (!a) return fbx__onnx_fail(c, "axis input missing");
+  if (!fbx__onnx_cumsum_axis_const(c->g, c->n)) {
+    if (!fbx__onnx_dt_ok(c, a, FBX_ONNX_DT_IDX, "axis")) return false;
+    if (a->rank > 1 || (a->rank == 1 && a->dims[0] != 1))
+      return fbx__onnx_fail(c, "runtime axis must be a scalar (or a 1-element 1-D tensor)");
+    if (x->rank > FBX__ONNX_CUMSUM_RT_MAXRANK)
+      return fbx__onnx_fail(c, "runtime axis: input rank %d > %d (one CUMSUM per candidate axis)", x->rank,
+                            FBX__ONNX_CUMSUM_RT_MAXRANK);
+    return true;
+  }
   int axis;
   return fbx__onnx_cumsum_axis(c, &axis);
 }
@@ -134,10 +152,37 @@ fbx_status *fbx__onnx_tr_cumsum(fbx_onnx_tctx *t) {
   fbx_onnx_cctx c = {t->g, t->n, t->e, NULL, 0};
   fbx_ir_params p;
   memset(&p, 0, sizeof p);
-  if (!fbx__onnx_cumsum_axis(&c, &p.cumsum.axis)) return FBX_ERR_NOTIMPL("CumSum: axis not constant");
   p.cumsum.exclusive = fbx_onnx_attr_int(t->n, "exclusive", 0) != 0;
   p.cumsum.reverse = fbx_onnx_attr_int(t->n, "reverse", 0) != 0;
   int xin;
   FBX_TRY(fbx__onnx_tin(t, 0, &xin));
-  return fbx__onnx_emit_out(t, FBX_IR_OP_CUMSUM, &xin, 1, &p);
+  if (fbx__onnx_cumsum_axis_const(t->g, t->n)) {
+    if (!fbx__onnx_cumsum_axis(&c, &p.cumsum.axis)) return FBX_ERR_NOTIMPL("CumSum: bad constant axis");
+    return fbx__onnx_emit_out(t, FBX_IR_OP_CUMSUM, &xin, 1, &p);
+  }
+  /* Runtime axis: y = axis selects k ? cumsum_k : (... : cumsum_{r-1}). An
+   * out-of-range axis (an ORT error) yields the last axis' sum. */
+  const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0), *av = fbx__onnx_tin_value(t, 1);
+  int r = xv->rank, ax;
+  FBX_TRY(fbx__onnx_tin(t, 1, &ax));
+  int y;
+  p.cumsum.axis = r - 1;
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CUMSUM, &xin, 1, &p, xv->dtype, r, &y));
+  for (int k = r - 2; k >= 0; k--) {
+    int ck, kp, kn, ep, en, sel, ins[2], w[3];
+    p.cumsum.axis = k;
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CUMSUM, &xin, 1, &p, xv->dtype, r, &ck));
+    FBX_TRY(fbx__onnx_const_scalar(t, av->dtype, k, &kp));
+    FBX_TRY(fbx__onnx_const_scalar(t, av->dtype, k - r, &kn));
+    ins[0] = ax; ins[1] = kp;
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_EQUAL, ins, 2, NULL, FBX_DTYPE_BOOL, av->rank, &ep));
+    ins[1] = kn;
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_EQUAL, ins, 2, NULL, FBX_DTYPE_BOOL, av->rank, &en));
+    ins[0] = ep; ins[1] = en;
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_OR, ins, 2, NULL, FBX_DTYPE_BOOL, av->rank, &sel));
+    w[0] = sel; w[1] = ck; w[2] = y;
+    FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_WHERE, w, 3, NULL, xv->dtype, r, &y));
+  }
+  fbx__onnx_bind(t, 0, y);
+  return NULL;
 }

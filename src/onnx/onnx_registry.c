@@ -2,7 +2,8 @@
  * translator. Columns: op, domain, min opset, max opset, family, aux, attrs.
  * aux is family-specific (usually the IR op); attrs lists every attribute the
  * family understands: any other attribute declines the node, which is how
- * newer opsets that add attributes are kept out safely. */
+ * newer opsets that add attributes are kept out safely. A family suffixed
+ * _h also takes float16, computed in float32 (onnx_ops_f16.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -85,30 +86,30 @@
   X("Max", 8, M, variadic, OP(MAX), "")                                                         \
   X("Min", 8, M, variadic, OP(MIN), "")                                                         \
   /* ---- linear algebra ---- */                                                                \
-  X("MatMul", 1, M, matmul, OP(MATMUL), "")                                                     \
-  X("Gemm", 7, M, gemm, OP(MATMUL), "alpha,beta,transA,transB")                                 \
+  X("MatMul", 1, M, matmul_h, OP(MATMUL), "")                                                     \
+  X("Gemm", 7, M, gemm_h, OP(MATMUL), "alpha,beta,transA,transB")                                 \
   /* ---- reductions ---- */                                                                    \
-  X("ReduceSum", 1, M, reduce, OP(REDUCE_SUM), "axes,keepdims,noop_with_empty_axes")            \
-  X("ReduceMean", 1, M, reduce, OP(REDUCE_MEAN), "axes,keepdims,noop_with_empty_axes")          \
-  X("ReduceMax", 1, M, reduce, OP(REDUCE_MAX), "axes,keepdims,noop_with_empty_axes")            \
-  X("ReduceMin", 1, M, reduce, OP(REDUCE_MIN), "axes,keepdims,noop_with_empty_axes")            \
-  X("ReduceProd", 1, M, reduce, OP(REDUCE_PROD), "axes,keepdims,noop_with_empty_axes")          \
+  X("ReduceSum", 1, M, reduce_h, OP(REDUCE_SUM), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceMean", 1, M, reduce_h, OP(REDUCE_MEAN), "axes,keepdims,noop_with_empty_axes")          \
+  X("ReduceMax", 1, M, reduce_h, OP(REDUCE_MAX), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceMin", 1, M, reduce_h, OP(REDUCE_MIN), "axes,keepdims,noop_with_empty_axes")            \
+  X("ReduceProd", 1, M, reduce_h, OP(REDUCE_PROD), "axes,keepdims,noop_with_empty_axes")          \
   X("ReduceL1", 1, M, reduce, OP(REDUCE_L1), "axes,keepdims,noop_with_empty_axes")              \
   X("ReduceL2", 1, M, reduce, OP(REDUCE_L2), "axes,keepdims,noop_with_empty_axes")              \
-  X("ReduceLogSum", 1, M, reduce, OP(REDUCE_LOG_SUM), "axes,keepdims,noop_with_empty_axes")     \
-  X("ReduceLogSumExp", 1, M, reduce, OP(REDUCE_LOG_SUM_EXP), "axes,keepdims,noop_with_empty_axes") \
-  X("ReduceSumSquare", 1, M, reduce, OP(REDUCE_SUM_SQUARE), "axes,keepdims,noop_with_empty_axes") \
-  X("ArgMax", 1, M, argmax, OP(ARGMAX), "axis,keepdims,select_last_index")                      \
-  X("ArgMin", 1, M, argmax, OP(ARGMIN), "axis,keepdims,select_last_index")                      \
+  X("ReduceLogSum", 1, M, reduce_h, OP(REDUCE_LOG_SUM), "axes,keepdims,noop_with_empty_axes")     \
+  X("ReduceLogSumExp", 1, M, reduce_h, OP(REDUCE_LOG_SUM_EXP), "axes,keepdims,noop_with_empty_axes") \
+  X("ReduceSumSquare", 1, M, reduce_h, OP(REDUCE_SUM_SQUARE), "axes,keepdims,noop_with_empty_axes") \
+  X("ArgMax", 1, M, argmax_h, OP(ARGMAX), "axis,keepdims,select_last_index")                      \
+  X("ArgMin", 1, M, argmax_h, OP(ARGMIN), "axis,keepdims,select_last_index")                      \
   X("CumSum", 11, M, cumsum, OP(CUMSUM), "exclusive,reverse")                                   \
   /* ---- normalisation / softmax ---- */                                                       \
-  X("Softmax", 1, M, softmax, OP(SOFTMAX), "axis")                                              \
-  X("LogSoftmax", 1, M, softmax, OP(LOG_SOFTMAX), "axis")                                       \
-  X("Hardmax", 1, M, softmax, OP(HARDMAX), "axis")                                              \
-  X("LayerNormalization", 17, M, layernorm, OP(LAYER_NORM), "axis,epsilon,stash_type")          \
-  X("InstanceNormalization", 6, M, instnorm, OP(INSTANCE_NORM), "epsilon")                      \
+  X("Softmax", 1, M, softmax_h, OP(SOFTMAX), "axis")                                              \
+  X("LogSoftmax", 1, M, softmax_h, OP(LOG_SOFTMAX), "axis")                                       \
+  X("Hardmax", 1, M, softmax_h, OP(HARDMAX), "axis")                                              \
+  X("LayerNormalization", 17, M, layernorm_h, OP(LAYER_NORM), "axis,epsilon,stash_type")          \
+  X("InstanceNormalization", 6, M, instnorm_h, OP(INSTANCE_NORM), "epsilon")                      \
   X("BatchNormalization", 7, M, batchnorm, 0, "epsilon,momentum,spatial,training_mode")         \
-  X("LRN", 1, M, lrn, OP(LRN), "alpha,beta,bias,size")                                          \
+  X("LRN", 1, M, lrn_h, OP(LRN), "alpha,beta,bias,size")                                          \
   X("MeanVarianceNormalization", 9, M, mvn, 0, "axes")                                          \
   /* ---- data movement ---- */                                                                 \
   X("Reshape", 5, M, reshape, OP(RESHAPE), "allowzero")                                         \
@@ -141,20 +142,21 @@
   X("Pad", 2, M, pad, OP(PAD), "mode,pads,value")                                               \
   X("Constant", 1, M, constant, 0, "value,value_float,value_floats,value_int,value_ints")        \
   /* ---- conv / pool / resize ---- */                                                          \
-  X("Conv", 1, M, conv, OP(CONV), "auto_pad,dilations,group,kernel_shape,pads,strides")         \
-  X("ConvTranspose", 1, M, conv, OP(CONV_TRANSPOSE),                                            \
+  X("Conv", 1, M, conv_h, OP(CONV), "auto_pad,dilations,group,kernel_shape,pads,strides")         \
+  X("ConvTranspose", 1, M, conv_h, OP(CONV_TRANSPOSE),                                            \
     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides")           \
-  X("MaxPool", 1, M, pool, OP(MAXPOOL),                                                         \
+  X("MaxPool", 1, M, pool_h, OP(MAXPOOL),                                                         \
     "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides")                     \
-  X("AveragePool", 1, M, pool, OP(AVGPOOL),                                                     \
+  X("AveragePool", 1, M, pool_h, OP(AVGPOOL),                                                     \
     "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides")                 \
-  X("LpPool", 2, M, pool, OP(LPPOOL), "auto_pad,kernel_shape,p,pads,strides")                   \
-  X("GlobalAveragePool", 1, M, gpool, OP(GLOBAL_AVGPOOL), "")                                   \
-  X("GlobalMaxPool", 1, M, gpool, OP(GLOBAL_MAXPOOL), "")                                       \
-  X("Resize", 10, M, resize, OP(RESIZE),                                                        \
+  X("LpPool", 2, M, pool_h, OP(LPPOOL), "auto_pad,kernel_shape,p,pads,strides")                   \
+  X("ConvInteger", 10, M, convint, OP(CONV), "auto_pad,dilations,group,kernel_shape,pads,strides")   \
+  X("GlobalAveragePool", 1, M, gpool_h, OP(GLOBAL_AVGPOOL), "")                                   \
+  X("GlobalMaxPool", 1, M, gpool_h, OP(GLOBAL_MAXPOOL), "")                                       \
+  X("Resize", 10, M, resize_h, OP(RESIZE),                                                        \
     "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"              \
     "extrapolation_value,keep_aspect_ratio_policy,mode,nearest_mode")                           \
-  X("Upsample", 7, 9, resize, OP(RESIZE), "mode,scales")                                        \
+  X("Upsample", 7, 9, resize_h, OP(RESIZE), "mode,scales")                                        \
   /* ---- composed from other IR ops (onnx_ops_extra.c) ---- */                                 \
   X("Size", 1, M, size, OP(REDUCE_PROD), "")                                                    \
   X("Shrink", 9, M, shrink, OP(WHERE), "bias,lambd")                                            \
@@ -165,7 +167,8 @@
   X("QuantizeLinear", 10, M, quant, OP(ROUND), "axis,saturate")                                 \
   X("DynamicQuantizeLinear", 11, M, dynquant, OP(ROUND), "")                                    \
   X("MatMulInteger", 10, M, mmint, OP(MATMUL), "")                                              \
-  X("QLinearMatMul", 10, M, qlmm, OP(MATMUL), "")
+  X("QLinearMatMul", 10, M, qlmm, OP(MATMUL), "")                                              \
+  X("Unique", 11, M, unique, 0, "axis,sorted")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, lo, hi, fam, aux, attrs) \

@@ -586,7 +586,81 @@ static void test_misc_translations(void) {
   fbx_ir_graph_destroy(ir);
 }
 
+/* cover2: float16 via float32 casts, ConvInteger, CumSum with a runtime axis, Unique reason. */
+static void test_cover2(void) {
+  {
+    tg t;
+    tg_init(&t);
+    int a = tg_input(&t, "a", FBX_DTYPE_F16, 2, (int64_t[]){4, 3});
+    int b = tg_input(&t, "b", FBX_DTYPE_F16, 2, (int64_t[]){3, 5});
+    int y = tg_val(&t, "y", FBX_DTYPE_F16, 2, (int64_t[]){4, 5});
+    int k = tg_node(&t, "MatMul", 13, (int[]){a, b}, 2, &y, 1);
+    tg_output(&t, y);
+    CHECK(claim(&t, k), "f16 matmul claim: %s", g_reason);
+    fbx_ir_graph *ir = translate(&t);
+    const fbx_ir_op ops[] = {FBX_IR_OP_CAST, FBX_IR_OP_CAST, FBX_IR_OP_MATMUL, FBX_IR_OP_CAST};
+    CHECK(ops_are(ir, ops, 4), "f16 matmul = cast, cast, matmul(f32), cast");
+    if (ir && ir->n_nodes == 4) {
+      CHECK(ir->values[ir->nodes[2].outputs[0]].dtype == FBX_DTYPE_F32, "f16 matmul computes in f32");
+      CHECK(ir->values[ir->outputs[0]].dtype == FBX_DTYPE_F16 && ir->outputs[0] == ir->nodes[3].outputs[0],
+            "f16 matmul output is the f16 cast");
+      CHECK(ir->values[ir->outputs[0]].name && strcmp(ir->values[ir->outputs[0]].name, "y") == 0, "f16 output named");
+    }
+    fbx_ir_graph_destroy(ir);
+  }
+  {
+    tg t;
+    tg_init(&t);
+    int x = tg_input(&t, "x", FBX_DTYPE_U8, 4, (int64_t[]){1, 8, 6, 6});
+    int w = tg_input(&t, "w", FBX_DTYPE_U8, 4, (int64_t[]){2, 8, 3, 3});
+    int y = tg_val(&t, "y", FBX_DTYPE_I32, 4, (int64_t[]){1, 2, 4, 4});
+    int k = tg_node(&t, "ConvInteger", 10, (int[]){x, w}, 2, &y, 1);
+    tg_output(&t, y);
+    CHECK(claim(&t, k), "convinteger K=72 claim: %s", g_reason);
+    fbx_ir_graph *ir = translate(&t);
+    const fbx_ir_op ops[] = {FBX_IR_OP_CAST, FBX_IR_OP_CAST, FBX_IR_OP_CONV, FBX_IR_OP_CAST};
+    CHECK(ops_are(ir, ops, 4), "convinteger = cast, cast, conv(f32), cast(i32)");
+    fbx_ir_graph_destroy(ir);
+    tg t2;
+    tg_init(&t2);
+    x = tg_input(&t2, "x", FBX_DTYPE_U8, 4, (int64_t[]){1, 32, 6, 6});
+    w = tg_input(&t2, "w", FBX_DTYPE_U8, 4, (int64_t[]){2, 32, 3, 3});
+    y = tg_val(&t2, "y", FBX_DTYPE_I32, 4, (int64_t[]){1, 2, 4, 4});
+    k = tg_node(&t2, "ConvInteger", 10, (int[]){x, w}, 2, &y, 1);
+    tg_output(&t2, y);
+    CHECK(expect_decline(&t2, k, "K = C/group * kernel volume = 288 > 258"), "convinteger K=288 declined");
+  }
+  {
+    tg t;
+    tg_init(&t);
+    int x = tg_input(&t, "x", FBX_DTYPE_F32, 2, (int64_t[]){2, 3});
+    int a = tg_input(&t, "axis", FBX_DTYPE_I32, 0, NULL);
+    int y = tg_val(&t, "y", FBX_DTYPE_F32, 2, (int64_t[]){2, 3});
+    int k = tg_node(&t, "CumSum", 14, (int[]){x, a}, 2, &y, 1);
+    tg_output(&t, y);
+    CHECK(claim(&t, k), "cumsum runtime axis claim: %s", g_reason);
+    fbx_ir_graph *ir = translate(&t);
+    int n_cumsum = 0, n_where = 0;
+    for (int i = 0; ir && i < ir->n_nodes; i++) {
+      n_cumsum += ir->nodes[i].op == FBX_IR_OP_CUMSUM;
+      n_where += ir->nodes[i].op == FBX_IR_OP_WHERE;
+    }
+    CHECK(ir && n_cumsum == 2 && n_where == 1, "cumsum runtime axis: one CUMSUM per axis + WHERE");
+    fbx_ir_graph_destroy(ir);
+  }
+  {
+    tg t;
+    tg_init(&t);
+    int x = tg_input(&t, "x", FBX_DTYPE_F32, 1, (int64_t[]){6});
+    int y = tg_val(&t, "y", FBX_DTYPE_F32, 1, NULL);
+    int k = tg_node(&t, "Unique", 11, &x, 1, &y, 1);
+    tg_output(&t, y);
+    CHECK(expect_decline(&t, k, "data-dependent sizes"), "unique declined with reason");
+  }
+}
+
 int main(void) {
+  test_cover2();
   test_claim_reasons();
   test_gemm();
   test_batchnorm();

@@ -110,6 +110,12 @@ static void fbx__cpu_destroy(fbx_backend *be) {
   fbx_free(be);
 }
 
+/* The one place that says which kernels apply params.conv.epilogue (cpu_conv.c). */
+static bool fbx__cpu_supports_epilogue(fbx_backend *be, const fbx_ir_node *node) {
+  (void)be;
+  return node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE;
+}
+
 static const fbx_backend_vtable fbx__cpu_vtable = {
     .name = "cpu",
     .host_visible = true,
@@ -124,6 +130,7 @@ static const fbx_backend_vtable fbx__cpu_vtable = {
     .synchronize = fbx__cpu_synchronize,
     .memory_in_use = fbx__cpu_memory_in_use,
     .destroy = fbx__cpu_destroy,
+    .supports_epilogue = fbx__cpu_supports_epilogue,
 };
 
 fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out) {

@@ -3,7 +3,10 @@
  *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is
  *   general                    : im2col (parallel) + sgemm per (n, group)
  * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im.
- * Bias is added per GEMM block right after it is computed (still in cache). */
+ * Bias is added per GEMM block right after it is computed (still in cache).
+ * Epilogue (params.conv.epilogue, inputs 3..): the fused elementwise program
+ * runs on each block of output (per channel row x spatial range) right after
+ * its bias, by the same worker; with an epilogue the 1x1 path is tiled too. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -68,6 +71,7 @@ typedef struct fbx__dw_job {
   const fbx__cv_geom *g;
   const float *x, *w, *b;
   float *y;
+  fbx_cpu_epi *epi;
 } fbx__dw_job;
 
 static void fbx__dw_task(void *arg, int64_t p0, int64_t p1, int worker) {
@@ -109,6 +113,7 @@ static void fbx__dw_task(void *arg, int64_t p0, int64_t p1, int worker) {
           }
         }
       }
+    fbx_cpu_epi_apply(j->epi, p * OD * OH * OW, (p + 1) * OD * OH * OW, worker);
   }
 }
 
@@ -121,6 +126,7 @@ typedef struct fbx__dw2_job {
   float *y;
   float *pad;          /* per worker: PH * PW */
   int64_t PH, PW;
+  fbx_cpu_epi *epi;
 } fbx__dw2_job;
 
 static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
@@ -170,47 +176,7 @@ static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
         yr[ow] = acc;
       }
     }
-  }
-}
-
-/* ---- im2col ---- */
-typedef struct fbx__i2c_job {
-  const fbx__cv_geom *g;
-  const float *x;     /* (Cg, ID, IH, IW) of this (n, group) */
-  float *col;         /* (Cg*KD*KH*KW, OD*OH*OW) */
-} fbx__i2c_job;
-
-static void fbx__i2c_task(void *arg, int64_t r0, int64_t r1, int worker) {
-  const fbx__i2c_job *j = arg;
-  const fbx__cv_geom *g = j->g;
-  int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2], OD = g->out[0], OH = g->out[1], OW = g->out[2];
-  int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
-  for (int64_t r = r0; r < r1; r++) {
-    int64_t kw = r % KW, kh = (r / KW) % KH, kd = (r / (KW * KH)) % KD, cc = r / (KW * KH * KD);
-    const float *x = j->x + cc * ID * IH * IW;
-    float *col = j->col + r * OD * OH * OW;
-    int64_t off = kw * g->d[2] - g->pb[2], s = g->s[2];
-    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
-    if (hi > OW) hi = OW;
-    if (lo > hi) lo = hi;
-    for (int64_t od = 0; od < OD; od++) {
-      int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-      for (int64_t oh = 0; oh < OH; oh++) {
-        float *cr = col + (od * OH + oh) * OW;
-        int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-          memset(cr, 0, (size_t)OW * sizeof(float));
-          continue;
-        }
-        const float *xr = x + (id * IH + ih) * IW;
-        for (int64_t ow = 0; ow < lo; ow++) cr[ow] = 0.f;
-        if (s == 1) memcpy(cr + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
-        else
-          for (int64_t ow = lo; ow < hi; ow++) cr[ow] = xr[ow * s + off];
-        for (int64_t ow = hi; ow < OW; ow++) cr[ow] = 0.f;
-      }
-    }
+    fbx_cpu_epi_apply(j->epi, p * OH * OW, (p + 1) * OH * OW, worker);
   }
 }
 
@@ -223,8 +189,11 @@ typedef struct fbx__tcv_job {
   const float *w;     /* (Mg, Cg*KV) */
   const float *bias;  /* (Mg) or NULL */
   float *y;           /* (Mg, OS) */
-  float *col;         /* per worker: (Cg*KV, tile) */
+  float *col;         /* per worker: (Cg*KV, tile); unused when pointwise */
   int64_t Cg, Mg, KV, OS, tile;
+  bool pointwise;     /* 1x1 stride 1 pad 0: X is the column matrix (ld OS) */
+  fbx_cpu_epi *epi;
+  int64_t ybase;      /* flattened output index of y[0] (for the epilogue) */
 } fbx__tcv_job;
 
 /* col (rows, p1-p0) <- im2col rows for output positions [p0, p1) */
@@ -272,25 +241,30 @@ static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
   int64_t K = j->Cg * j->KV;
   for (int64_t t = t0; t < t1; t++) {
     int64_t p0 = t * j->tile, p1 = p0 + j->tile < j->OS ? p0 + j->tile : j->OS;
-    fbx__tcv_im2col(j, col, p0, p1);
-    fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, col, p1 - p0, 0.f, j->y + p0, j->OS);
-    if (j->bias)
-      for (int64_t m = 0; m < j->Mg; m++) {
+    if (j->pointwise) {
+      fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, j->x + p0, j->OS, 0.f, j->y + p0, j->OS);
+    } else {
+      fbx__tcv_im2col(j, col, p0, p1);
+      fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, col, p1 - p0, 0.f, j->y + p0, j->OS);
+    }
+    for (int64_t m = 0; m < j->Mg; m++) {
+      if (j->bias) {
         float *r = j->y + m * j->OS;
         float bv = j->bias[m];
         for (int64_t i = p0; i < p1; i++) r[i] += bv;
       }
+      fbx_cpu_epi_apply(j->epi, j->ybase + m * j->OS + p0, j->ybase + m * j->OS + p1, worker);
+    }
   }
 }
 
-static void fbx__cv_bias(float *y, const float *b, int64_t N, int64_t M, int64_t S) {
-  if (!b) return;
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t m = 0; m < M; m++) {
-      float *r = y + (n * M + m) * S;
-      float v = b[m];
-      for (int64_t i = 0; i < S; i++) r[i] += v;
-    }
+/* Output positions per tile of the tiled paths: a K x tile column block of
+ * ~512 KiB (im2col), or an Mg x tile output block of ~256 KiB (1x1 with an
+ * epilogue, so the epilogue reads it from cache); a multiple of 16. */
+static int64_t fbx__cv_tile(int64_t rows, int64_t bytes, int64_t OS) {
+  int64_t tile = (bytes / 4) / (rows > 0 ? rows : 1);
+  tile = tile < 64 ? 64 : (tile / 16) * 16;
+  return tile > OS ? OS : tile;
 }
 
 fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
@@ -306,6 +280,9 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   if (in[1].dims[1] != Cg) return FBX_ERR_ARG("CONV: W has %lld input channels, expected %lld", (long long)in[1].dims[1], (long long)Cg);
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
+  bool has_epi = node->params.conv.epilogue != NULL;
+  fbx_cpu_epi epi;
+  void *mem = NULL;
   if (g.G == g.C && g.M == g.C) {
     info->variant = "conv_depthwise_direct";
     info->reason = "group == C == M";
@@ -317,56 +294,52 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
       int64_t needh = (g.out[1] - 1) * g.s[1] + g.k[1], needw = (g.out[2] - 1) * g.s[2] + g.k[2] + 16;
       if (PH < needh) PH = needh;
       if (PW < needw) PW = needw;
-      float *pad = fbx_cpu_scratch(c, (size_t)(PH * PW) * sizeof(float) * (size_t)c->threads);
-      if (!pad) return FBX_ERR_OOM();
+      FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(PH * PW) * sizeof(float) * (size_t)c->threads,
+                                &mem, &epi));
       info->variant = "conv_depthwise_avx2";
-      fbx__dw2_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y, .pad = pad, .PH = PH, .PW = PW};
+      fbx__dw2_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y, .pad = mem, .PH = PH, .PW = PW, .epi = &epi};
       fbx_cpu_par(c, g.N * g.C, 1, fbx__dw2_task, &j);
-      return NULL;
+      return fbx_cpu_epi_end(&epi);
     }
-    fbx__dw_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y};
+    FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], 0, &mem, &epi));
+    fbx__dw_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y, .epi = &epi};
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
-    return NULL;
+    return fbx_cpu_epi_end(&epi);
   }
   bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
                    g.pb[2] == 0 && OS == IS;
-  if (!pointwise) {
-    /* tile of output positions: column block of ~512 KiB, multiple of 16 */
+  if (!pointwise || has_epi) {
     int64_t K = Cg * KV;
-    int64_t tile = (512 * 1024 / 4) / (K > 0 ? K : 1);
-    tile = tile < 64 ? 64 : (tile / 16) * 16;
-    if (tile > OS) tile = OS;
+    int64_t tile = pointwise ? fbx__cv_tile(Mg, 256 * 1024, OS) : fbx__cv_tile(K, 512 * 1024, OS);
     int64_t ntiles = (OS + tile - 1) / tile;
-    float *colw = fbx_cpu_scratch(c, (size_t)(K * tile) * sizeof(float) * (size_t)c->threads);
-    if (!colw) return FBX_ERR_OOM();
-    info->variant = "conv_im2col_tiled_sgemm";
-    info->reason = "im2col per output tile (in cache) + sgemm + bias, parallel over tiles";
+    size_t col_bytes = pointwise ? 0 : (size_t)(K * tile) * sizeof(float) * (size_t)c->threads;
+    FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], col_bytes, &mem, &epi));
+    if (!pointwise && !mem) return FBX_ERR_OOM();
+    if (pointwise) {
+      info->variant = "conv_1x1_tiled_sgemm";
+      info->reason = "1x1 stride 1 pad 0 with an epilogue: sgemm per output tile + bias + epilogue in cache";
+    } else {
+      info->variant = "conv_im2col_tiled_sgemm";
+      info->reason = "im2col per output tile (in cache) + sgemm + bias, parallel over tiles";
+    }
     for (int64_t n = 0; n < g.N; n++)
       for (int64_t gi = 0; gi < g.G; gi++) {
         fbx__tcv_job j = {.g = &g, .x = x + (n * g.C + gi * Cg) * IS, .w = w + gi * Mg * Cg * KV,
                           .bias = b ? b + gi * Mg : NULL, .y = y + (n * g.M + gi * Mg) * OS,
-                          .col = colw, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile};
+                          .col = mem, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile,
+                          .pointwise = pointwise, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS};
         fbx_cpu_par(c, ntiles, 1, fbx__tcv_task, &j);
       }
-    return NULL;
+    return fbx_cpu_epi_end(&epi);
   }
-  float *col = NULL;
-  info->variant = pointwise ? "conv_1x1_sgemm" : "conv_im2col_sgemm";
-  info->reason = pointwise ? "1x1 stride 1 pad 0: GEMM on X directly" : "im2col + OpenBLAS sgemm";
+  info->variant = "conv_1x1_sgemm";
+  info->reason = "1x1 stride 1 pad 0: GEMM on X directly";
   for (int64_t n = 0; n < g.N; n++)
     for (int64_t gi = 0; gi < g.G; gi++) {
       const float *xg = x + (n * g.C + gi * Cg) * IS;
       const float *wg = w + gi * Mg * Cg * KV;
       float *yg = y + (n * g.M + gi * Mg) * OS;
-      const float *B = xg;
-      if (!pointwise) {
-        fbx__i2c_job j = {.g = &g, .x = xg, .col = col};
-        int64_t rows = Cg * KV;
-        if (rows * OS >= 65536) fbx_cpu_par(c, rows, 1 + 8192 / OS, fbx__i2c_task, &j);
-        else fbx__i2c_task(&j, 0, rows, 0);
-        B = col;
-      }
-      fbx_cpu_sgemm_par(c, false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, B, OS, 0.f, yg, OS,
+      fbx_cpu_sgemm_par(c, false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, xg, OS, 0.f, yg, OS,
                         b ? b + gi * Mg : NULL);
     }
   return NULL;
@@ -377,31 +350,39 @@ typedef struct fbx__c2i_job {
   const fbx__cv_geom *g;
   const float *col;   /* (Mg*KV, IS) */
   float *y;           /* (Mg, OS) */
+  const float *bias;  /* (Mg) or NULL */
   int64_t KV, IS, OS;
+  fbx_cpu_epi *epi;
+  int64_t ybase;      /* flattened output index of y[0] (for the epilogue) */
 } fbx__c2i_job;
 
 static void fbx__c2i_task(void *arg, int64_t m0, int64_t m1, int worker) {
   const fbx__c2i_job *j = arg;
   const fbx__cv_geom *g = j->g;
-  for (int64_t r = m0 * j->KV; r < m1 * j->KV; r++) {
-    int64_t kw = r % g->k[2], kh = (r / g->k[2]) % g->k[1], kd = (r / (g->k[2] * g->k[1])) % g->k[0];
-    int64_t m = r / j->KV;
-    const float *cr = j->col + r * j->IS;
+  for (int64_t m = m0; m < m1; m++) {
     float *ym = j->y + m * j->OS;
-    for (int64_t id = 0; id < g->in[0]; id++) {
-      int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
-      if (od < 0 || od >= g->out[0]) continue;
-      for (int64_t ih = 0; ih < g->in[1]; ih++) {
-        int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
-        if (oh < 0 || oh >= g->out[1]) continue;
-        const float *cc = cr + (id * g->in[1] + ih) * g->in[2];
-        float *yr = ym + (od * g->out[1] + oh) * g->out[2];
-        for (int64_t iw = 0; iw < g->in[2]; iw++) {
-          int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
-          if (ow >= 0 && ow < g->out[2]) yr[ow] += cc[iw];
+    for (int64_t r = m * j->KV; r < (m + 1) * j->KV; r++) {
+      int64_t kw = r % g->k[2], kh = (r / g->k[2]) % g->k[1], kd = (r / (g->k[2] * g->k[1])) % g->k[0];
+      const float *cr = j->col + r * j->IS;
+      for (int64_t id = 0; id < g->in[0]; id++) {
+        int64_t od = id * g->s[0] - g->pb[0] + kd * g->d[0];
+        if (od < 0 || od >= g->out[0]) continue;
+        for (int64_t ih = 0; ih < g->in[1]; ih++) {
+          int64_t oh = ih * g->s[1] - g->pb[1] + kh * g->d[1];
+          if (oh < 0 || oh >= g->out[1]) continue;
+          const float *cc = cr + (id * g->in[1] + ih) * g->in[2];
+          float *yr = ym + (od * g->out[1] + oh) * g->out[2];
+          for (int64_t iw = 0; iw < g->in[2]; iw++) {
+            int64_t ow = iw * g->s[2] - g->pb[2] + kw * g->d[2];
+            if (ow >= 0 && ow < g->out[2]) yr[ow] += cc[iw];
+          }
         }
       }
     }
+    /* channel m is complete: bias + epilogue while it is in cache */
+    if (j->bias)
+      for (int64_t i = 0; i < j->OS; i++) ym[i] += j->bias[m];
+    fbx_cpu_epi_apply(j->epi, j->ybase + m * j->OS, j->ybase + (m + 1) * j->OS, worker);
   }
 }
 
@@ -418,7 +399,11 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
   if (in[1].dims[0] != g.C || in[1].dims[1] != Mg) return FBX_ERR_ARG("CONV_TRANSPOSE: W shape");
   info->variant = "convtranspose_sgemm_col2im";
   info->flops = 2.0 * (double)g.N * (double)g.C * (double)IS * (double)Mg * (double)KV;
-  float *col = fbx_cpu_scratch(c, (size_t)(Mg * KV * IS) * sizeof(float));
+  fbx_cpu_epi epi;
+  void *mem = NULL;
+  if (g.N * g.M * OS == 0) return NULL;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(Mg * KV * IS + 16) * sizeof(float), &mem, &epi));
+  float *col = mem;
   if (!col) return FBX_ERR_OOM();
   memset(y, 0, (size_t)(g.N * g.M * OS) * sizeof(float));
   for (int64_t n = 0; n < g.N; n++)
@@ -428,9 +413,9 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
       float *yg = y + (n * g.M + gi * Mg) * OS;
       /* col (Mg*KV, IS) = wg^T (Mg*KV, Cg) x xg (Cg, IS) */
       fbx_cpu_sgemm_par(c, true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS, NULL);
-      fbx__c2i_job cj = {.g = &g, .col = col, .y = yg, .KV = KV, .IS = IS, .OS = OS};
+      fbx__c2i_job cj = {.g = &g, .col = col, .y = yg, .bias = b ? b + gi * Mg : NULL, .KV = KV, .IS = IS,
+                         .OS = OS, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS};
       fbx_cpu_par(c, Mg, 1, fbx__c2i_task, &cj);
     }
-  fbx__cv_bias(y, b, g.N, g.M, OS);
-  return NULL;
+  return fbx_cpu_epi_end(&epi);
 }

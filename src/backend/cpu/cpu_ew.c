@@ -425,18 +425,16 @@ static void fbx__ew_load_block(const fbx__ew_plan *pl, const fbx__ew_input *in, 
   }
 }
 
-static void fbx__ew_task(void *arg, int64_t b0, int64_t b1, int worker) {
-  fbx__ew_plan *pl = arg;
+/* Run the program over flattened output elements [begin, end) in blocks of
+ * at most FBX_EW_BLOCK, with worker `worker`'s register buffers. */
+static void fbx__ew_range(fbx__ew_plan *pl, int64_t begin, int64_t end, int worker) {
   const fbx_ir_ew_program *prog = pl->prog;
   int n_regs = prog->n_inputs + prog->n_instrs;
   unsigned char *base = pl->bufs + (size_t)worker * pl->worker_bytes;
   void *tmp = base + (size_t)pl->n_slots * FBX_EW_BLOCK * 8;
   void *regs[n_regs > 0 ? n_regs : 1];
-  int64_t total = 1;
-  for (int d = 0; d < pl->rank; d++) total *= pl->dims[d];
-  for (int64_t blk = b0; blk < b1; blk++) {
-    int64_t pos = blk * FBX_EW_BLOCK;
-    int64_t n = total - pos < FBX_EW_BLOCK ? total - pos : FBX_EW_BLOCK;
+  for (int64_t pos = begin; pos < end; pos += FBX_EW_BLOCK) {
+    int64_t n = end - pos < FBX_EW_BLOCK ? end - pos : FBX_EW_BLOCK;
     for (int j = 0; j < prog->n_inputs; j++)
       fbx__ew_load_block(pl, &pl->in[j], pos, n, base + (size_t)pl->slot[j] * FBX_EW_BLOCK * 8, &regs[j]);
     for (int i = 0; i < prog->n_instrs; i++) {
@@ -454,26 +452,27 @@ static void fbx__ew_task(void *arg, int64_t b0, int64_t b1, int worker) {
   }
 }
 
-static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *prog,
-                                       const fbx_tensor *in, int n_in, fbx_tensor *out) {
-  if (n_in < prog->n_inputs) return FBX_ERR_ARG("FUSED_EW: %d inputs for a program of %d", n_in, prog->n_inputs);
+static void fbx__ew_task(void *arg, int64_t b0, int64_t b1, int worker) {
+  fbx__ew_plan *pl = arg;
+  int64_t total = 1;
+  for (int d = 0; d < pl->rank; d++) total *= pl->dims[d];
+  int64_t end = b1 * FBX_EW_BLOCK < total ? b1 * FBX_EW_BLOCK : total;
+  fbx__ew_range(pl, b0 * FBX_EW_BLOCK, end, worker);
+}
+
+/* Register slots of a program (liveness) and the memory its plan needs. */
+typedef struct fbx__ew_layout {
+  int slot[256];       /* per register */
+  int n_slots, n_regs;
+  size_t hdr, worker_bytes;
+} fbx__ew_layout;
+
+static fbx_status *fbx__ew_layout_make(const fbx_ir_ew_program *prog, fbx__ew_layout *lay) {
   int n_regs = prog->n_inputs + prog->n_instrs;
   if (prog->out_reg < 0 || prog->out_reg >= n_regs) return FBX_ERR_ARG("FUSED_EW: bad out_reg");
-  int64_t total = fbx_cpu_numel(out);
-  if (total == 0) return NULL;
-  int r = out->rank;
-  for (int j = 0; j < prog->n_inputs; j++)
-    if (in[j].rank > r) return FBX_ERR_ARG("EW: input %d rank %d > output rank %d", j, in[j].rank, r);
-  fbx_dtype odt = fbx__ew_class_of(out->dtype) == fbx__ew_class_of(prog->out_reg < prog->n_inputs
-      ? in[prog->out_reg].dtype : prog->instrs[prog->out_reg - prog->n_inputs].dtype) ? out->dtype : FBX_DTYPE_UNDEFINED;
-  if (odt == FBX_DTYPE_UNDEFINED) return FBX_ERR_NOTIMPL("EW: output dtype %s does not match program", fbx_dtype_name(out->dtype));
-
-  /* scratch: plan arrays + per-worker buffers */
-  size_t hdr = ((sizeof(fbx__ew_plan) + (size_t)n_regs * (sizeof(fbx_dtype) + sizeof(int)) + 63) / 64) * 64;
   /* liveness: last use of every register */
-  int last_stack[256];
-  int *last = n_regs <= 256 ? last_stack : NULL;
-  if (!last) return FBX_ERR_NOTIMPL("FUSED_EW: program with %d registers (max 256)", n_regs);
+  int last[256];
+  if (n_regs > 256) return FBX_ERR_NOTIMPL("FUSED_EW: program with %d registers (max 256)", n_regs);
   for (int i = 0; i < n_regs; i++) last[i] = -1;
   for (int i = 0; i < prog->n_instrs; i++) {
     const fbx_ir_ew_instr *ins = &prog->instrs[i];
@@ -491,12 +490,11 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
     if (cls == FBX_IR_CLASS_OTHER) return FBX_ERR_ARG("FUSED_EW: non-elementwise op %s", fbx_ir_op_name(ins->op));
   }
   last[prog->out_reg] = prog->n_instrs;
-  int slot_tmp[256];
   int free_slots[256], n_free = 0, n_slots = 0;
-  for (int j = 0; j < prog->n_inputs; j++) slot_tmp[j] = n_slots++;
+  for (int j = 0; j < prog->n_inputs; j++) lay->slot[j] = n_slots++;
   for (int i = 0; i < prog->n_instrs; i++) {
     int rr = prog->n_inputs + i;
-    slot_tmp[rr] = n_free ? free_slots[--n_free] : n_slots++;
+    lay->slot[rr] = n_free ? free_slots[--n_free] : n_slots++;
     const fbx_ir_ew_instr *ins = &prog->instrs[i];
     int ops[3] = {ins->a, fbx_ir_op_class(ins->op) >= FBX_IR_CLASS_EW2 ? ins->b : -1,
                   fbx_ir_op_class(ins->op) == FBX_IR_CLASS_EW3 ? ins->c : -1};
@@ -505,13 +503,27 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
       if (o < 0 || last[o] != i) continue;
       bool dup = false;
       for (int q = 0; q < k; q++) dup |= ops[q] == o;
-      if (!dup) free_slots[n_free++] = slot_tmp[o];
+      if (!dup) free_slots[n_free++] = lay->slot[o];
     }
   }
-  int nt = c->threads;
-  size_t worker_bytes = (size_t)(n_slots + 1) * FBX_EW_BLOCK * 8;
-  unsigned char *mem = fbx_cpu_scratch(c, hdr + worker_bytes * (size_t)nt);
-  if (!mem) return FBX_ERR_OOM();
+  lay->n_slots = n_slots;
+  lay->n_regs = n_regs;
+  lay->hdr = ((sizeof(fbx__ew_plan) + (size_t)n_regs * (sizeof(fbx_dtype) + sizeof(int)) + 63) / 64) * 64;
+  lay->worker_bytes = (size_t)(n_slots + 1) * FBX_EW_BLOCK * 8;
+  return NULL;
+}
+
+/* Fill the plan in mem (lay->hdr + threads * lay->worker_bytes bytes) for
+ * inputs in[0..n_inputs) broadcast to out. */
+static fbx_status *fbx__ew_plan_fill(unsigned char *mem, const fbx__ew_layout *lay, const fbx_ir_ew_program *prog,
+                                     const fbx_tensor *in, const fbx_tensor *out, fbx__ew_plan **plo) {
+  int n_regs = lay->n_regs;
+  int r = out->rank;
+  for (int j = 0; j < prog->n_inputs; j++)
+    if (in[j].rank > r) return FBX_ERR_ARG("EW: input %d rank %d > output rank %d", j, in[j].rank, r);
+  fbx_dtype odt = fbx__ew_class_of(out->dtype) == fbx__ew_class_of(prog->out_reg < prog->n_inputs
+      ? in[prog->out_reg].dtype : prog->instrs[prog->out_reg - prog->n_inputs].dtype) ? out->dtype : FBX_DTYPE_UNDEFINED;
+  if (odt == FBX_DTYPE_UNDEFINED) return FBX_ERR_NOTIMPL("EW: output dtype %s does not match program", fbx_dtype_name(out->dtype));
   fbx__ew_plan *pl = (fbx__ew_plan *)mem;
   memset(pl, 0, sizeof(*pl));
   pl->prog = prog;
@@ -519,10 +531,10 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
   pl->slot = (int *)(pl->rdt + n_regs);
   for (int j = 0; j < prog->n_inputs; j++) pl->rdt[j] = in[j].dtype;
   for (int i = 0; i < prog->n_instrs; i++) pl->rdt[prog->n_inputs + i] = prog->instrs[i].dtype;
-  memcpy(pl->slot, slot_tmp, (size_t)n_regs * sizeof(int));
-  pl->n_slots = n_slots;
-  pl->bufs = mem + hdr;
-  pl->worker_bytes = worker_bytes;
+  memcpy(pl->slot, lay->slot, (size_t)n_regs * sizeof(int));
+  pl->n_slots = lay->n_slots;
+  pl->bufs = mem + lay->hdr;
+  pl->worker_bytes = lay->worker_bytes;
   pl->out = out->data;
   pl->out_dtype = out->dtype;
 
@@ -569,16 +581,71 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
     pl->in[j].direct = t == FBX_DTYPE_F32 || t == FBX_DTYPE_F64 || t == FBX_DTYPE_I64 || t == FBX_DTYPE_U64;
     if (!in[j].data) return FBX_ERR_ARG("EW: input %d has no data", j);
   }
+  *plo = pl;
+  return NULL;
+}
+
+static fbx_status *fbx__ew_failed_status(const fbx_ir_ew_program *prog, const fbx_tensor *out) {
+  return FBX_ERR_NOTIMPL("EW: unsupported op/dtype combination in program (first op %s, out %s)",
+                         prog->n_instrs ? fbx_ir_op_name(prog->instrs[0].op) : "-",
+                         fbx_dtype_name(out->dtype));
+}
+
+static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *prog,
+                                       const fbx_tensor *in, int n_in, fbx_tensor *out) {
+  if (n_in < prog->n_inputs) return FBX_ERR_ARG("FUSED_EW: %d inputs for a program of %d", n_in, prog->n_inputs);
+  fbx__ew_layout lay;
+  FBX_TRY(fbx__ew_layout_make(prog, &lay));
+  int64_t total = fbx_cpu_numel(out);
+  if (total == 0) return NULL;
+  unsigned char *mem = fbx_cpu_scratch(c, lay.hdr + lay.worker_bytes * (size_t)c->threads);
+  if (!mem) return FBX_ERR_OOM();
+  fbx__ew_plan *pl;
+  FBX_TRY(fbx__ew_plan_fill(mem, &lay, prog, in, out, &pl));
   int64_t nblk = (total + FBX_EW_BLOCK - 1) / FBX_EW_BLOCK;
   if (total >= FBX_EW_PAR_MIN)
     fbx_cpu_par(c, nblk, 4, fbx__ew_task, pl);
   else
     fbx__ew_task(pl, 0, nblk, 0);
-  if (atomic_load(&pl->failed)) {
-    return FBX_ERR_NOTIMPL("EW: unsupported op/dtype combination in program (first op %s, out %s)",
-                           prog->n_instrs ? fbx_ir_op_name(prog->instrs[0].op) : "-",
-                           fbx_dtype_name(out->dtype));
+  if (atomic_load(&pl->failed)) return fbx__ew_failed_status(prog, out);
+  return NULL;
+}
+
+/* ---- epilogues: a node's elementwise program applied in place to ranges of
+ * its output by the producing kernel (see cpu_internal.h). ---- */
+fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                              int first_extra, fbx_tensor *out, size_t caller_bytes, void **caller_mem,
+                              fbx_cpu_epi *epi) {
+  const fbx_ir_ew_program *prog = node->params.conv.epilogue;
+  int reg = node->params.conv.epilogue_reg;
+  caller_bytes = (caller_bytes + 63) & ~(size_t)63;
+  epi->pl = NULL;
+  epi->prog = prog;
+  epi->out = out;
+  if (!prog) {
+    *caller_mem = caller_bytes ? fbx_cpu_scratch(c, caller_bytes) : NULL;
+    return caller_bytes && !*caller_mem ? FBX_ERR_OOM() : NULL;
   }
+  if (reg < 0 || reg >= prog->n_inputs) return FBX_ERR_ARG("%s: bad epilogue register", fbx_ir_op_name(node->op));
+  if (n_in - first_extra != prog->n_inputs - 1)
+    return FBX_ERR_ARG("%s: %d epilogue inputs for a program of %d", fbx_ir_op_name(node->op), n_in - first_extra,
+                       prog->n_inputs);
+  fbx_tensor pin[FBX_IR_MAX_INPUTS];
+  for (int j = 0, k = first_extra; j < prog->n_inputs; j++) pin[j] = j == reg ? *out : in[k++];
+  fbx__ew_layout lay;
+  FBX_TRY(fbx__ew_layout_make(prog, &lay));
+  unsigned char *mem = fbx_cpu_scratch(c, caller_bytes + lay.hdr + lay.worker_bytes * (size_t)c->threads);
+  if (!mem) return FBX_ERR_OOM();
+  *caller_mem = caller_bytes ? mem : NULL;
+  return fbx__ew_plan_fill(mem + caller_bytes, &lay, prog, pin, out, &epi->pl);
+}
+
+void fbx_cpu_epi_apply(fbx_cpu_epi *epi, int64_t begin, int64_t end, int worker) {
+  if (epi && epi->pl && end > begin) fbx__ew_range(epi->pl, begin, end, worker);
+}
+
+fbx_status *fbx_cpu_epi_end(fbx_cpu_epi *epi) {
+  if (epi->pl && atomic_load(&epi->pl->failed)) return fbx__ew_failed_status(epi->prog, epi->out);
   return NULL;
 }
 

@@ -60,6 +60,29 @@ typedef fbx_status *(*fbx_cpu_kernel_fn)(FBX_CPU_KERNEL_ARGS);
  * interpreter as a one-instruction program (cpu_ew.c). */
 fbx_status *fbx_cpu_ew_run(FBX_CPU_KERNEL_ARGS);
 
+/* ---- epilogues (cpu_ew.c) ----
+ * A kernel whose node carries params.conv.epilogue applies that elementwise
+ * program in place to ranges of its output right after computing them (hot
+ * in cache). Program register params.conv.epilogue_reg reads the output
+ * itself; the other registers, in order, are the node inputs in[first_extra..]
+ * (broadcast to the output shape). Nodes without an epilogue: epi->pl NULL
+ * and fbx_cpu_epi_apply does nothing. */
+typedef struct fbx_cpu_epi {
+  struct fbx__ew_plan *pl;
+  const fbx_ir_ew_program *prog;
+  const fbx_tensor *out;
+} fbx_cpu_epi;
+/* Plans the epilogue in scratch; *caller_mem gets caller_bytes of scratch
+ * for the kernel itself (NULL when 0), valid together with the plan (do not
+ * call fbx_cpu_scratch again until the kernel is done). */
+fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                              int first_extra, fbx_tensor *out, size_t caller_bytes, void **caller_mem,
+                              fbx_cpu_epi *epi);
+/* Apply to flattened output elements [begin, end), as pool worker `worker`. */
+void fbx_cpu_epi_apply(fbx_cpu_epi *epi, int64_t begin, int64_t end, int worker);
+/* After the kernel: error if an instruction was unsupported. */
+fbx_status *fbx_cpu_epi_end(fbx_cpu_epi *epi);
+
 /* One kernel per op: fbx_cpu_k_<OP NAME>. Only the OTHER-class ones are defined. */
 #define X(name, cls, mask) fbx_status *fbx_cpu_k_##name(FBX_CPU_KERNEL_ARGS);
 FBX_IR_OP_LIST(X)
