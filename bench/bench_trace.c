@@ -12,6 +12,7 @@
 //   bench_trace --lib LIB --lib-off LIB_OFF [--reps 15] [--steps 48] [--prompt 16] [--rounds 3]
 //               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json]
 //   bench_trace --worker MODEL PROMPT STEPS ROUNDS    (one process: prints "decode_ms_per_token X")
+//   bench_trace --micro N TRACE_FILE   (in-process ns per event of src/trace itself; see micro())
 // A worker prefills PROMPT tokens, then decodes STEPS tokens greedily, ROUNDS times (cache reset
 // in between, first round = warm-up and not counted), and reports the median over the counted
 // rounds of (decode wall time / STEPS).
@@ -24,6 +25,7 @@
 
 #include "common/ort_host.h"
 #include "common/ort_host_decode.h"
+#include "trace/trace.h"
 
 static int dbl_cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -123,8 +125,71 @@ static double run_worker(const char *self, const char *lib, const char *trace, c
   return v;
 }
 
+/* --micro N TRACE_FILE: in-process cost per event of the tracing library itself (this program's
+ * statically linked src/trace), FUSEBOX_TRACE on. Per "op": one op span shaped like the IR
+ * executor's (11 args: heap node/op names, shape strings in stack buffers, literals) plus
+ * fbx_trace_session_op, and one op.worker slice (3 int args). Prints the median over 7 batches of
+ * ns per event on the hot path, and the flush (JSON formatting + write) ns per event. */
+static double now_ns(void) { return fbx_host_now() * 1e9; }
+static int micro(int n, const char *trace) {
+  setenv("FUSEBOX_TRACE", trace, 1);
+  unsetenv("FUSEBOX_TRACE_MAX_EVENTS");
+  fbx_trace_init();
+  if (!(fbx_trace_flags() & FBX_TRACE_F_JSON)) {
+    fprintf(stderr, "bench_trace --micro: cannot trace to %s\n", trace);
+    return 1;
+  }
+  if (!freopen("/dev/null", "w", stderr)) return 1; /* the summary */
+  fbx_trace_session *s = fbx_trace_session_create("micro");
+  fbx_trace_session_bind(s);
+  char *op = strdup("MatMul"), *node = strdup("/model/layers.3/attn/q_proj/MatMul");
+  enum { BATCHES = 7 };
+  double rec[BATCHES], rec_op[BATCHES], fl[BATCHES];
+  for (int b = 0; b < BATCHES; b++) {
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+      char ins[64], outs[64];
+      memcpy(ins, "1x1x256,256x768", 16);
+      memcpy(outs, "1x1x768", 8);
+      uint64_t a0 = fbx_trace_now_ns();
+      fbx_trace_arg args[] = {
+          FBX_TARG_I("node_id", i),          FBX_TARG_S("node", node),      FBX_TARG_S("device", "cpu"),
+          FBX_TARG_S("input_shapes", ins),   FBX_TARG_S("output_shapes", outs), FBX_TARG_S("dtype", "float32"),
+          FBX_TARG_I("elements", 768),       FBX_TARG_I("bytes", 790528),   FBX_TARG_D("flops", 393216.0),
+          FBX_TARG_S("kernel_variant", "gemv_avx2"), FBX_TARG_S("kernel_variant_reason", ""),
+      };
+      fbx_trace_complete(op, "op", a0, a0 + 1000, args, 11);
+      fbx_trace_arg wa[3] = {FBX_TARG_I("worker", 1), FBX_TARG_I("begin", 0), FBX_TARG_I("end", 384)};
+      fbx_trace_complete(op, "op.worker", a0 + 10, a0 + 900, wa, 3);
+    }
+    double t1 = now_ns();
+    for (int i = 0; i < n; i++) {
+      uint64_t a0 = fbx_trace_now_ns();
+      fbx_trace_session_op(fbx_trace_session_current(), op, 1000, false);
+      (void)a0;
+    }
+    double t2 = now_ns();
+    fbx_trace_flush();
+    double t3 = now_ns();
+    rec[b] = (t1 - t0) / (2.0 * n);
+    rec_op[b] = (t2 - t1) / n;
+    fl[b] = (t3 - t2) / (2.0 * n);
+  }
+  fbx_trace_session_bind(NULL);
+  fbx_trace_session_destroy(s);
+  double lo = rec[0], hi = rec[0];
+  for (int b = 0; b < BATCHES; b++) lo = rec[b] < lo ? rec[b] : lo, hi = rec[b] > hi ? rec[b] : hi;
+  printf("micro: %d events/batch x %d batches: record %.1f ns/event (median; min %.1f max %.1f), "
+         "session_op %.1f ns/op, flush %.1f ns/event\n",
+         2 * n, BATCHES, median(rec, BATCHES), lo, hi, median(rec_op, BATCHES), median(fl, BATCHES));
+  free(op);
+  free(node);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 6 && !strcmp(argv[1], "--worker")) return worker(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+  if (argc == 4 && !strcmp(argv[1], "--micro")) return micro(atoi(argv[2]), argv[3]);
   const char *lib = NULL, *lib_off = NULL, *model = "models/gen/decoder_small.onnx", *trace = "/tmp/bench_trace.json";
   int reps = 15, steps = 48, prompt = 16, rounds = 3;
   for (int i = 1; i < argc; i++) {

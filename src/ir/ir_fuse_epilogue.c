@@ -13,7 +13,6 @@
  *   - the backend says it applies epilogues for this node (supports_epilogue).
  * The conv node then gets inputs (X, W, B or NONE, other program inputs...),
  * params.conv.epilogue/epilogue_reg, and writes e's output; e becomes dead. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "../base/alloc.h"
@@ -242,7 +241,6 @@ static fbx_status *fbx__epi_rewrite(fbx__epi_ctx *c, int nid, int out_v, const f
 fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, const char **fast_names,
                                   bool use_inputs, const fbx_tensor *inputs, int n_inputs) {
   if (!be->vt->supports_epilogue) return NULL;
-  if (getenv("FBX_EPI_OFF")) return NULL; /* TEMP-EPI */
   bool any = false;
   for (int nid = 0; nid < g->n_nodes && !any; nid++)
     any = !dead[nid] && (g->nodes[nid].op == FBX_IR_OP_CONV || g->nodes[nid].op == FBX_IR_OP_CONV_TRANSPOSE);

@@ -124,6 +124,10 @@ typedef struct fbx_ir_node {
   const char *name;          /* ONNX node name (for traces); may be "" */
   const char *onnx_op;       /* ONNX op type this node came from (for traces) */
   int onnx_node_index;       /* index of that node in the fused subgraph, or -1 */
+  /* Non-NULL when this node is part of a composed fallback: the ONNX op has a
+   * fast path in Fusebox but this configuration was built from generic ops
+   * instead; the static string says why (traced as "<Op> [composed]"). */
+  const char *composed_reason;
 } fbx_ir_node;
 
 /* ---- the fused elementwise program (FUSED_EW) ----

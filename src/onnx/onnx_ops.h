@@ -46,6 +46,9 @@ typedef struct fbx_onnx_tctx {
   int node_index;
   fbx_ir_graph *ir;
   int *vmap;
+  /* Set by a translator that takes a composed fallback (static string): every
+   * IR node it emits is marked with it (fbx_ir_node.composed_reason). */
+  const char *composed;
 } fbx_onnx_tctx;
 
 typedef bool (*fbx_onnx_claim_fn)(const fbx_onnx_cctx *c);

@@ -66,6 +66,7 @@ static bool fbx__onnx_f16_claim(const fbx_onnx_cctx *c, fbx_onnx_claim_fn fn) {
 
 static fbx_status *fbx__onnx_f16_tr(fbx_onnx_tctx *t, fbx_onnx_translate_fn fn) {
   if (!fbx__onnx_f16_any(t->g, t->n)) return fn(t);
+  t->composed = "float16: computed by the float32 kernel between casts (no float16 kernel)";
   fbx__onnx_f16_shadow s;
   if (!fbx__onnx_f16_shadow_make(&s, t->g, t->n)) return FBX_ERR_NOTIMPL("%s: too many inputs/outputs", t->n->op_type);
   int lv[FBX__ONNX_F16_MAXV];

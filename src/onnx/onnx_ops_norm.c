@@ -221,6 +221,7 @@ fbx_status *fbx__onnx_tr_batchnorm(fbx_onnx_tctx *t) {
     return fbx__onnx_emit_out(t, FBX_IR_OP_ADD, ains, 2, NULL);
   }
   /* composed path: reshape each parameter to [-1, 1, ..] */
+  t->composed = "parameters not constant: composed from Sub/Add/Sqrt/Div/Mul instead of one folded scale+shift";
   pdims[0] = -1;
   for (int i = 1; i < r; i++) pdims[i] = 1;
   int shp, prm[4];

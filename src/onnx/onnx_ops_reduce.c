@@ -162,6 +162,7 @@ fbx_status *fbx__onnx_tr_cumsum(fbx_onnx_tctx *t) {
   }
   /* Runtime axis: y = axis selects k ? cumsum_k : (... : cumsum_{r-1}). An
    * out-of-range axis (an ORT error) yields the last axis' sum. */
+  t->composed = "axis known only at run time: one CumSum per candidate axis, selected with Where";
   const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0), *av = fbx__onnx_tin_value(t, 1);
   int r = xv->rank, ax;
   FBX_TRY(fbx__onnx_tin(t, 1, &ax));

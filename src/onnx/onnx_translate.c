@@ -14,7 +14,7 @@
 static fbx_status *fbx__onnx_translate_value_out(const fbx_onnx_graph *g, fbx_ir_graph *ir, int *vmap, int v,
                                                  int *id) {
   static const fbx_onnx_node out_node = {.name = "graph_output", .op_type = "Identity", .domain = ""};
-  fbx_onnx_tctx t = {g, &out_node, NULL, -1, ir, vmap};
+  fbx_onnx_tctx t = {g, &out_node, NULL, -1, ir, vmap, NULL};
   if (v < 0 || v >= g->n_values) return FBX_ERR_ARG("onnx translate: graph output has bad index %d", v);
   FBX_TRY(fbx__onnx_tvalue(&t, v, id));
   bool marked = false;
@@ -48,9 +48,11 @@ static fbx_status *fbx__onnx_translate_nodes(const fbx_onnx_graph *g, fbx_ir_gra
     const fbx_onnx_entry *any;
     const fbx_onnx_entry *e = fbx__onnx_registry_find(n, &any);
     if (!e) return FBX_ERR_NOTIMPL("onnx translate: no registry entry for %s", n->op_type);
-    fbx_onnx_tctx t = {g, n, e, ni, ir, vmap};
+    fbx_onnx_tctx t = {g, n, e, ni, ir, vmap, NULL};
+    int first_new = ir->n_nodes;
     fbx_status *st = e->translate(&t);
     if (st) return st;
+    for (int k = first_new; t.composed && k < ir->n_nodes; k++) ir->nodes[k].composed_reason = t.composed;
     for (int k = 0; k < n->n_outputs; k++) {
       int v = n->outputs[k];
       if (v >= 0 && vmap[v] < 0)

@@ -18,18 +18,20 @@ enum { SAMPLE_NS = 1000000 };
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_last_wall_ns = 0, g_last_cpu_ns = 0;
 
+static int g_statm_fd = -1; /* kept open (under g_mu): pread re-reads it */
+static long g_ncpu = 0, g_page = 0;
+
 static int64_t rss_bytes(void) {
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (g_statm_fd < 0) g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (g_statm_fd < 0) return -1;
   char buf[128];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  ssize_t n = pread(g_statm_fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return -1;
   buf[n] = '\0';
   char *p = buf;
   strtoll(p, &p, 10);                  /* size */
   long long resident = strtoll(p, NULL, 10);
-  return (int64_t)resident * (int64_t)sysconf(_SC_PAGESIZE);
+  return (int64_t)resident * (int64_t)g_page;
 }
 
 static uint64_t cpu_ns(void) {
@@ -51,15 +53,17 @@ void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
   }
   uint64_t cpu = cpu_ns();
   double util = -1;
-  if (g_last_wall_ns && now > g_last_wall_ns) {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1) ncpu = 1;
-    util = 100.0 * (double)(cpu - g_last_cpu_ns) / (double)(now - g_last_wall_ns) / (double)ncpu;
+  if (!g_ncpu) {
+    g_ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (g_ncpu < 1) g_ncpu = 1;
+    g_page = sysconf(_SC_PAGESIZE);
   }
+  if (g_last_wall_ns && now > g_last_wall_ns)
+    util = 100.0 * (double)(cpu - g_last_cpu_ns) / (double)(now - g_last_wall_ns) / (double)g_ncpu;
   g_last_wall_ns = now;
   g_last_cpu_ns = cpu;
-  pthread_mutex_unlock(&g_mu);
   int64_t rss = rss_bytes();
+  pthread_mutex_unlock(&g_mu);
   if (rss >= 0) fbx_trace_counter("fusebox.rss_bytes", (double)rss);
   if (util >= 0) fbx_trace_counter("fusebox.util_pct", util);
 }

@@ -32,6 +32,30 @@ void fbx__sbuf_dbl(fbx__sbuf *b, double v);            /* NaN/Inf -> null */
 void fbx__sbuf_ts(fbx__sbuf *b, uint64_t ns);          /* microseconds with 3 decimals */
 void fbx__sbuf_args(fbx__sbuf *b, const fbx_trace_arg *args, int n_args); /* a JSON object */
 void fbx__sbuf_free(fbx__sbuf *b);
+/* ---- binary event records (hot path -> per-thread buffers; JSON only at flush) ----
+ * A record is an fbx__rec header followed by, in order: the name string, the
+ * category string (not for RAW/META), then per argument: one type byte
+ * (fbx_trace_arg_type), the key string, the value (8 bytes for INT/DBL, a
+ * string for STR). Records are padded to 8 bytes. A string is either
+ * FBX__REC_STR_PTR + a uint32 (0 = NULL, else 1 + the offset of a literal in
+ * this module's read-only segment, fbx__trace_ro_base: valid until the module
+ * is unloaded, and the module flushes before that) or FBX__REC_STR_COPY +
+ * uint32 length + the bytes + NUL. No field is aligned: read with memcpy. */
+extern const char *fbx__trace_ro_base;
+enum { FBX__REC_X = 1, FBX__REC_I, FBX__REC_C, FBX__REC_META, FBX__REC_RAW };
+enum { FBX__REC_STR_PTR = 0, FBX__REC_STR_COPY = 1 };
+typedef struct fbx__rec {
+  uint32_t size;    /* bytes, header included, multiple of 8 */
+  uint8_t kind;     /* FBX__REC_* */
+  uint8_t counted;  /* subject to the event cap */
+  uint16_t n_args;
+  uint64_t t0, t1;  /* clock ns; for C, t1 holds the double value's bits */
+} fbx__rec;
+/* Formats one record (",\n{...}") for thread tid; base = trace clock origin. */
+void fbx__trace_format_rec(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base);
+/* {"name":kind,"ph":"M",...,"args":{"name":name}} */
+void fbx__trace_append_meta(fbx__sbuf *b, const char *kind, int pid, int tid, const char *name);
+
 /* Appends one pre-formatted event object (no leading comma) for the calling
  * thread. counted=false bypasses the event cap (metadata, summary). */
 void fbx__trace_emit_raw(const char *json, size_t n, bool counted);

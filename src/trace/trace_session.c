@@ -506,6 +506,9 @@ static void summary_events(fbx_trace_session *s, op_entry *top, int n_top, uint6
 void fbx_trace_session_destroy(fbx_trace_session *s) {
   if (__builtin_expect(!s, 1)) return;
   int f = fbx_trace_flags();
+  /* events are admitted against the cap at flush time: flush first so the
+   * summary's recorded/dropped counts cover everything recorded so far */
+  fbx_trace_flush();
   pthread_mutex_lock(&s->mu);
   fbx__sbuf text = {0};
   op_entry *top = NULL;

@@ -1,47 +1,81 @@
-/* Chrome Trace Event JSON writer.
+/* Chrome Trace Event writer: binary recording on the hot path, JSON at flush.
  *
- * Each thread formats its events into its own buffer (registered in a global
- * list under g_mu at the thread's first event; the buffer's own mutex is
- * uncontended except while a flush drains it). Buffers drain into the one
- * file when they pass FLUSH_BYTES, when their thread exits, at every session
- * teardown and at exit. The file is kept as
+ * Hot path (fbx_trace_complete / _instant / _counter): the calling thread
+ * appends one compact binary record (trace_internal.h) to its own buffer, a
+ * list of CHUNK_BYTES chunks, under the buffer's spin lock (uncontended except
+ * for the moment a flush detaches the chunks). Literal strings (this module's
+ * read-only data) are stored as pointers; every other string is copied. No
+ * formatting, no escaping, no shared atomic per event.
+ *
+ * Flush (fbx_trace_flush: session teardown, exit; a buffer's own thread at
+ * its exit; any recording thread once all buffers together pass
+ * BUDGET_BYTES): under g_mu, each buffer's chunks are detached, formatted to
+ * JSON and written into the one file, which is kept as
  *     {"traceEvents":[ <event> ,<event> ... \n],"displayTimeUnit":"ms","otherData":{...}}
  * where g_body_end is the offset just past the last event: a drain writes
- * the new events there and rewrites the trailer, so after each drain the file
- * is complete, valid JSON. Memory stays bounded: at most FLUSH_BYTES (+ one
- * event) per live thread; the event cap bounds the file. */
+ * the new events there and rewrites the trailer, so after each flush the file
+ * is complete, valid JSON.
+ *
+ * Event cap: counted events are admitted at flush time, in flush order, until
+ * FUSEBOX_TRACE_MAX_EVENTS have been written; the rest are counted as dropped.
+ * Once the cap is reached, recording threads drop counted events at once. */
 #include "trace/trace_internal.h"
 
 #if !(defined(FBX_TRACE_COMPILED_OUT) && FBX_TRACE_COMPILED_OUT)
 
 #include <fcntl.h>
-#include <math.h>
+#include <link.h>
+#include <sys/mman.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
 
-enum { FLUSH_BYTES = 256 * 1024 };
+enum {
+  CHUNK_BYTES = 256 * 1024,      /* one buffer chunk (a larger record gets a chunk of its own) */
+  BUDGET_BYTES = 64 * 1024 * 1024, /* all buffered chunks together: past it, the recorder flushes */
+  POOL_BYTES = 32 * 1024 * 1024, /* chunks mapped and faulted in when the file opens, then recycled */
+  WRITE_BYTES = 1024 * 1024,     /* formatted JSON is written in pieces of about this size */
+  MAX_ARGS = 255,
+};
+
+typedef struct chunk {
+  struct chunk *next;
+  size_t used, cap;
+  int pooled;           /* part of the prefaulted pool: recycled, never freed */
+  _Alignas(8) unsigned char data[];
+} chunk;
 
 typedef struct tbuf {
-  pthread_mutex_t mu;
-  fbx__sbuf b;        /* events, each preceded by ',' */
+  int lk;               /* spin lock: head/tail */
+  chunk *head, *tail;   /* records in recording order */
   int tid;
-  struct tbuf *next;  /* g_list, under g_mu */
+  struct tbuf *next;    /* g_list, under g_mu */
 } tbuf;
 
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* g_list, the file */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* g_list, the file, g_fmt */
 static tbuf *g_list = NULL;
 static int g_fd = -1;
 static long long g_body_end = 0;
-static int64_t g_recorded = 0; /* counted events accepted (atomic) */
-static int64_t g_dropped = 0;  /* counted events refused by the cap (atomic) */
+static fbx__sbuf g_fmt = {0};  /* JSON being written, under g_mu */
+static int64_t g_recorded = 0; /* counted events written (atomic reads) */
+static int64_t g_dropped = 0;  /* counted events refused (atomic) */
+static int g_full = 0;         /* the cap is reached: drop counted events at once (atomic) */
+static int64_t g_buffered = 0; /* bytes in chunks holding records (atomic) */
+static int g_pool_lk = 0;      /* spin lock: g_free */
+static chunk *g_free = NULL;   /* empty CHUNK_BYTES chunks ready for reuse */
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 static __thread tbuf *tl_buf = NULL;
 static int g_pid = 0; /* getpid() is a system call: cached, refreshed in a forked child */
+
+/* This module's read-only data segment: strings inside it are literals. */
+static uintptr_t g_ro_lo = 0, g_ro_len = 0;
+const char *fbx__trace_ro_base = NULL;
+static const char k_ro_probe[] = "fusebox trace read-only probe";
 
 static void pid_refresh(void) { __atomic_store_n(&g_pid, (int)getpid(), __ATOMIC_RELAXED); }
 static void pid_once(void) { pthread_atfork(NULL, NULL, pid_refresh); }
@@ -57,160 +91,27 @@ static int pid_get(void) {
 int64_t fbx__trace_dropped(void) { return __atomic_load_n(&g_dropped, __ATOMIC_RELAXED); }
 int64_t fbx__trace_recorded(void) { return __atomic_load_n(&g_recorded, __ATOMIC_RELAXED); }
 
-/* ============================ string buffer ============================ */
-
-static int sbuf_grow(fbx__sbuf *b, size_t extra) {
-  if (b->oom) return -1;
-  if (b->len + extra + 1 <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + extra + 1) cap *= 2;
-  char *p = fbx_realloc(b->p, cap);
-  if (!p) {
-    b->oom = 1;
-    return -1;
-  }
-  b->p = p;
-  b->cap = cap;
-  return 0;
-}
-
-void fbx__sbuf_put(fbx__sbuf *b, const char *s, size_t n) {
-  if (sbuf_grow(b, n)) return;
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-void fbx__sbuf_puts(fbx__sbuf *b, const char *s) { fbx__sbuf_put(b, s, strlen(s)); }
-
-void fbx__sbuf_free(fbx__sbuf *b) {
-  fbx_free(b->p);
-  b->p = NULL;
-  b->len = b->cap = 0;
-  b->oom = 0;
-}
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s) {
-  unsigned c = s[0];
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-    if (c == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
-    if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogates */
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
-    if (c == 0xF0 && s[1] < 0x90) return 0;
-    if (c == 0xF4 && s[1] >= 0x90) return 0;
-    return 4;
+static int ro_visit(struct dl_phdr_info *info, size_t size, void *ctx) {
+  (void)size;
+  (void)ctx;
+  uintptr_t a = (uintptr_t)k_ro_probe;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    if (a - lo >= (uintptr_t)ph->p_memsz) continue;
+    if (!(ph->p_flags & PF_W)) { /* never writable, never freed while we are loaded */
+      g_ro_lo = lo;
+      g_ro_len = (uintptr_t)ph->p_memsz;
+    }
+    return 1;
   }
   return 0;
 }
-
-/* JSON string: escapes '"', '\\' and control characters; valid UTF-8 passes
- * through; an invalid byte becomes U+FFFD so the file always parses. */
-void fbx__sbuf_str(fbx__sbuf *b, const char *s) {
-  static const char hex[] = "0123456789abcdef";
-  if (!s) s = "";
-  size_t n = strlen(s);
-  if (sbuf_grow(b, n * 6 + 2)) return; /* worst case: every byte -> \u00XX */
-  char *o = b->p + b->len;
-  *o++ = '"';
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned c = *p;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      *o++ = (char)c;
-      p++;
-      continue;
-    }
-    if (c < 0x80) {
-      *o++ = '\\';
-      switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        default:
-          *o++ = 'u'; *o++ = '0'; *o++ = '0';
-          *o++ = hex[c >> 4]; *o++ = hex[c & 15];
-      }
-      p++;
-      continue;
-    }
-    int l = utf8_len(p);
-    if (l) {
-      memcpy(o, p, (size_t)l);
-      o += l;
-      p += l;
-    } else {
-      memcpy(o, "\\ufffd", 6);
-      o += 6;
-      p++;
-    }
-  }
-  *o++ = '"';
-  b->len = (size_t)(o - b->p);
-  b->p[b->len] = '\0';
-}
-
-void fbx__sbuf_i64(fbx__sbuf *b, int64_t v) {
-  char tmp[24];
-  char *e = tmp + sizeof tmp, *q = e;
-  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do {
-    *--q = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0) *--q = '-';
-  fbx__sbuf_put(b, q, (size_t)(e - q));
-}
-
-void fbx__sbuf_dbl(fbx__sbuf *b, double v) {
-  if (!isfinite(v)) {
-    fbx__sbuf_put(b, "null", 4);
-    return;
-  }
-  /* integral values (flops, counters) without snprintf: it dominates an op span's cost */
-  if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v) {
-    fbx__sbuf_i64(b, (int64_t)v);
-    return;
-  }
-  char tmp[40];
-  int n = snprintf(tmp, sizeof tmp, "%.10g", v);
-  fbx__sbuf_put(b, tmp, (size_t)n);
-}
-
-void fbx__sbuf_ts(fbx__sbuf *b, uint64_t ns) {
-  fbx__sbuf_i64(b, (int64_t)(ns / 1000));
-  char frac[4];
-  unsigned r = (unsigned)(ns % 1000);
-  frac[0] = '.';
-  frac[1] = (char)('0' + r / 100);
-  frac[2] = (char)('0' + r / 10 % 10);
-  frac[3] = (char)('0' + r % 10);
-  fbx__sbuf_put(b, frac, 4);
-}
-
-void fbx__sbuf_args(fbx__sbuf *b, const fbx_trace_arg *args, int n_args) {
-  fbx__sbuf_put(b, "{", 1);
-  for (int i = 0; i < n_args; i++) {
-    if (i) fbx__sbuf_put(b, ",", 1);
-    fbx__sbuf_str(b, args[i].key);
-    fbx__sbuf_put(b, ":", 1);
-    switch (args[i].type) {
-      case FBX_TARG_INT: fbx__sbuf_i64(b, args[i].i); break;
-      case FBX_TARG_DBL: fbx__sbuf_dbl(b, args[i].d); break;
-      default: fbx__sbuf_str(b, args[i].s); break;
-    }
-  }
-  fbx__sbuf_put(b, "}", 1);
+static void ro_find(void) {
+  dl_iterate_phdr(ro_visit, NULL);
+  if (g_ro_len >= 0xffffffffu) g_ro_len = 0; /* offsets are 32-bit */
+  fbx__trace_ro_base = (const char *)g_ro_lo;
 }
 
 /* ================================ file ================================= */
@@ -241,26 +142,74 @@ static void write_trailer_locked(void) {
   fbx__sbuf_free(&t);
 }
 
-/* Under g_mu and tb->mu. */
-static void drain_locked(tbuf *tb) {
-  if (tb->b.len && g_fd >= 0 && !tb->b.oom) {
-    if (write_all_at(g_fd, tb->b.p, tb->b.len, g_body_end) == 0) g_body_end += (long long)tb->b.len;
-  }
-  tb->b.len = 0;
-  tb->b.oom = 0;
-  if (tb->b.p) tb->b.p[0] = '\0';
+/* Under g_mu: g_fmt -> file. */
+static void fmt_write_locked(void) {
+  if (g_fmt.len && g_fd >= 0 && !g_fmt.oom)
+    if (write_all_at(g_fd, g_fmt.p, g_fmt.len, g_body_end) == 0) g_body_end += (long long)g_fmt.len;
+  g_fmt.len = 0;
+  g_fmt.oom = 0;
 }
 
-static void append_meta(fbx__sbuf *b, const char *kind, int tid, const char *name) {
-  fbx__sbuf_puts(b, "{\"name\":");
-  fbx__sbuf_str(b, kind);
-  fbx__sbuf_puts(b, ",\"ph\":\"M\",\"pid\":");
-  fbx__sbuf_i64(b, (int64_t)pid_get());
-  fbx__sbuf_puts(b, ",\"tid\":");
-  fbx__sbuf_i64(b, tid);
-  fbx__sbuf_puts(b, ",\"args\":{\"name\":");
-  fbx__sbuf_str(b, name);
-  fbx__sbuf_puts(b, "}}");
+/* ============================ thread buffers =========================== */
+
+static inline void spin_lock(int *lk) {
+  while (__atomic_exchange_n(lk, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(lk, __ATOMIC_RELAXED)) sched_yield();
+}
+static inline void spin_unlock(int *lk) { __atomic_store_n(lk, 0, __ATOMIC_RELEASE); }
+
+static inline void tb_lock(tbuf *tb) { spin_lock(&tb->lk); }
+static inline void tb_unlock(tbuf *tb) { spin_unlock(&tb->lk); }
+
+/* Page faults on fresh buffer memory would cost the recording threads more
+ * than the recording itself: the pool is mapped and faulted in up front (only
+ * when FUSEBOX_TRACE is set) and its chunks are recycled after each flush. */
+static void pool_create(void) {
+  size_t one = (sizeof(chunk) + CHUNK_BYTES + 4095) & ~(size_t)4095;
+  size_t n = POOL_BYTES / CHUNK_BYTES;
+  unsigned char *m = mmap(NULL, one * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (m == MAP_FAILED) return;
+  for (size_t i = 0; i < n; i++) {
+    chunk *c = (chunk *)(m + i * one);
+    c->cap = CHUNK_BYTES;
+    c->pooled = 1;
+    c->next = g_free;
+    g_free = c;
+  }
+}
+
+/* A chunk for at least `size` bytes of records, counted in g_buffered. */
+static chunk *chunk_get(size_t size, bool *flush) {
+  chunk *c = NULL;
+  if (size <= CHUNK_BYTES && __atomic_load_n(&g_free, __ATOMIC_RELAXED)) {
+    spin_lock(&g_pool_lk);
+    c = g_free;
+    if (c) g_free = c->next;
+    spin_unlock(&g_pool_lk);
+  }
+  if (!c) {
+    size_t cap = size > CHUNK_BYTES ? size : CHUNK_BYTES;
+    c = fbx_malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->cap = cap;
+    c->pooled = 0;
+  }
+  if (__atomic_add_fetch(&g_buffered, (int64_t)c->cap, __ATOMIC_RELAXED) > BUDGET_BYTES) *flush = true;
+  c->next = NULL;
+  c->used = 0;
+  return c;
+}
+
+static void chunk_put(chunk *c) {
+  __atomic_fetch_sub(&g_buffered, (int64_t)c->cap, __ATOMIC_RELAXED);
+  if (!c->pooled) {
+    fbx_free(c);
+    return;
+  }
+  spin_lock(&g_pool_lk);
+  c->next = g_free;
+  g_free = c;
+  spin_unlock(&g_pool_lk);
 }
 
 int fbx__trace_writer_open(const char *path) {
@@ -268,7 +217,7 @@ int fbx__trace_writer_open(const char *path) {
   if (fd < 0) return -1;
   fbx__sbuf h = {0};
   fbx__sbuf_puts(&h, "{\"traceEvents\":[\n");
-  append_meta(&h, "process_name", 0, "fusebox");
+  fbx__trace_append_meta(&h, "process_name", pid_get(), 0, "fusebox");
   if (h.oom || write_all_at(fd, h.p, h.len, 0)) {
     fbx__sbuf_free(&h);
     close(fd);
@@ -277,168 +226,238 @@ int fbx__trace_writer_open(const char *path) {
   pthread_mutex_lock(&g_mu);
   g_fd = fd;
   g_body_end = (long long)h.len;
+  spin_lock(&g_pool_lk);
+  if (!g_free) pool_create();
+  spin_unlock(&g_pool_lk);
+  if (fbx__trace_max_events <= 0) __atomic_store_n(&g_full, 1, __ATOMIC_RELAXED);
   write_trailer_locked();
   pthread_mutex_unlock(&g_mu);
   fbx__sbuf_free(&h);
   return 0;
 }
 
-/* ============================ thread buffers =========================== */
+/* Under g_mu: formats and writes one buffer's records; the buffer's thread
+ * keeps recording into fresh chunks meanwhile. */
+static void drain_locked(tbuf *tb) {
+  tb_lock(tb);
+  chunk *c = tb->head;
+  tb->head = tb->tail = NULL;
+  tb_unlock(tb);
+  if (!c) return;
+  int pid = pid_get();
+  int64_t max = fbx__trace_max_events;
+  uint64_t base = fbx__trace_t0_ns;
+  while (c) {
+    for (size_t off = 0; off < c->used;) {
+      const fbx__rec *r = (const fbx__rec *)(c->data + off);
+      off += r->size;
+      if (r->counted) {
+        if (g_recorded >= max) {
+          __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+          continue;
+        }
+        size_t start = g_fmt.len;
+        fbx__trace_format_rec(&g_fmt, r, pid, tb->tid, base);
+        if (g_fmt.oom) { /* this event is lost; keep the rest */
+          g_fmt.oom = 0;
+          g_fmt.len = start;
+          __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+          continue;
+        }
+        __atomic_store_n(&g_recorded, g_recorded + 1, __ATOMIC_RELAXED);
+      } else {
+        size_t start = g_fmt.len;
+        fbx__trace_format_rec(&g_fmt, r, pid, tb->tid, base);
+        if (g_fmt.oom) {
+          g_fmt.oom = 0;
+          g_fmt.len = start;
+        }
+      }
+      if (g_fmt.len >= WRITE_BYTES) fmt_write_locked();
+    }
+    chunk *next = c->next;
+    chunk_put(c);
+    c = next;
+  }
+  fmt_write_locked();
+  if (g_recorded >= max) __atomic_store_n(&g_full, 1, __ATOMIC_RELAXED);
+}
+
+static void flush_all(void) {
+  pthread_mutex_lock(&g_mu);
+  for (tbuf *tb = g_list; tb; tb = tb->next) drain_locked(tb);
+  if (g_fd >= 0) write_trailer_locked();
+  if (g_fmt.cap > 4 * WRITE_BYTES) fbx__sbuf_free(&g_fmt);
+  pthread_mutex_unlock(&g_mu);
+}
 
 static void tbuf_thread_exit(void *p) {
   tbuf *tb = p;
   pthread_mutex_lock(&g_mu);
-  pthread_mutex_lock(&tb->mu);
   drain_locked(tb);
   if (g_fd >= 0) write_trailer_locked();
-  pthread_mutex_unlock(&tb->mu);
   for (tbuf **pp = &g_list; *pp; pp = &(*pp)->next)
     if (*pp == tb) {
       *pp = tb->next;
       break;
     }
   pthread_mutex_unlock(&g_mu);
-  pthread_mutex_destroy(&tb->mu);
-  fbx__sbuf_free(&tb->b);
   fbx_free(tb);
   tl_buf = NULL;
 }
 
-static void key_create(void) { pthread_key_create(&g_key, tbuf_thread_exit); }
-
-static void thread_meta(tbuf *tb, const char *name) {
-  fbx__sbuf_put(&tb->b, ",\n", 2);
-  append_meta(&tb->b, "thread_name", tb->tid, name);
+static void key_create(void) {
+  pthread_key_create(&g_key, tbuf_thread_exit);
+  ro_find();
 }
+
+static void record_meta(tbuf *tb, const char *name);
 
 static tbuf *tbuf_get(void) {
   if (__builtin_expect(tl_buf != NULL, 1)) return tl_buf;
+  pthread_once(&g_key_once, key_create);
   tbuf *tb = fbx_calloc(1, sizeof *tb);
   if (!tb) return NULL;
-  pthread_mutex_init(&tb->mu, NULL);
   tb->tid = fbx__trace_tid();
-  char name[64] = "";
-  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
-    snprintf(name, sizeof name, "thread %d", tb->tid);
-  thread_meta(tb, name);
-  pthread_once(&g_key_once, key_create);
   pthread_setspecific(g_key, tb);
   pthread_mutex_lock(&g_mu);
   tb->next = g_list;
   g_list = tb;
   pthread_mutex_unlock(&g_mu);
   tl_buf = tb;
+  char name[64] = "";
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
+    snprintf(name, sizeof name, "thread %d", tb->tid);
+  record_meta(tb, name);
   return tb;
 }
 
-/* Called with tb->mu held; returns with it held. */
-static void tbuf_maybe_drain(tbuf *tb) {
-  if (tb->b.len < FLUSH_BYTES) return;
-  pthread_mutex_unlock(&tb->mu);
-  pthread_mutex_lock(&g_mu); /* lock order: g_mu, then a buffer */
-  pthread_mutex_lock(&tb->mu);
-  drain_locked(tb);
-  write_trailer_locked();
-  pthread_mutex_unlock(&g_mu);
+/* Under tb->lk: room for `size` bytes at the tail (a new chunk if needed);
+ * NULL on OOM. *flush is set when the buffered total passed the budget. */
+static unsigned char *tb_reserve(tbuf *tb, size_t size, bool *flush) {
+  chunk *c = tb->tail;
+  if (__builtin_expect(c && c->cap - c->used >= size, 1)) {
+    unsigned char *p = c->data + c->used;
+    c->used += size;
+    return p;
+  }
+  c = chunk_get(size, flush);
+  if (!c) return NULL;
+  c->used = size;
+  if (tb->tail) tb->tail->next = c;
+  else tb->head = c;
+  tb->tail = c;
+  return c->data;
 }
 
-void fbx__trace_emit_raw(const char *json, size_t n, bool counted) {
-  if (counted) {
-    if (__atomic_fetch_add(&g_recorded, 1, __ATOMIC_RELAXED) >= fbx__trace_max_events) {
-      __atomic_fetch_sub(&g_recorded, 1, __ATOMIC_RELAXED);
-      __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
-      return;
-    }
+/* ============================== encoding =============================== */
+
+static inline bool str_is_lit(const char *s) { return !s || (uintptr_t)s - g_ro_lo < g_ro_len; }
+
+/* Encoded size of s; *len = strlen for copied strings. */
+static inline size_t str_size(const char *s, uint32_t *len) {
+  if (str_is_lit(s)) return 1 + 4;
+  size_t n = strlen(s);
+  if (n > 0x7fffffff) n = 0x7fffffff;
+  *len = (uint32_t)n;
+  return 1 + 4 + n + 1;
+}
+
+static inline unsigned char *str_put(unsigned char *o, const char *s, uint32_t len) {
+  if (str_is_lit(s)) { /* offset + 1 into the read-only segment; 0 = NULL */
+    uint32_t off = s ? (uint32_t)((uintptr_t)s - g_ro_lo + 1) : 0;
+    *o++ = FBX__REC_STR_PTR;
+    memcpy(o, &off, 4);
+    return o + 4;
   }
-  tbuf *tb = tbuf_get();
-  if (!tb) {
+  *o++ = FBX__REC_STR_COPY;
+  memcpy(o, &len, 4);
+  memcpy(o + 4, s, len);
+  o[4 + len] = 0;
+  return o + 4 + len + 1;
+}
+
+static void record(int kind, bool counted, const char *name, const char *cat, uint64_t t0, uint64_t t1,
+                   const fbx_trace_arg *args, int n_args) {
+  if (counted && __builtin_expect(__atomic_load_n(&g_full, __ATOMIC_RELAXED), 0)) {
     __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
     return;
   }
-  pthread_mutex_lock(&tb->mu);
-  fbx__sbuf_put(&tb->b, ",\n", 2);
-  fbx__sbuf_put(&tb->b, json, n);
-  tbuf_maybe_drain(tb);
-  pthread_mutex_unlock(&tb->mu);
+  tbuf *tb = tbuf_get();
+  if (__builtin_expect(!tb, 0)) {
+    if (counted) __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  if (n_args < 0 || !args) n_args = 0;
+  if (n_args > MAX_ARGS) n_args = MAX_ARGS;
+  uint32_t lens[2 + 2 * MAX_ARGS];
+  size_t size = sizeof(fbx__rec) + str_size(name, &lens[0]);
+  if (kind != FBX__REC_RAW && kind != FBX__REC_META) size += str_size(cat, &lens[1]);
+  for (int i = 0; i < n_args; i++) {
+    size += 1 + str_size(args[i].key, &lens[2 + 2 * i]);
+    size += args[i].type == FBX_TARG_STR ? str_size(args[i].s, &lens[3 + 2 * i]) : 8;
+  }
+  size = (size + 7) & ~(size_t)7;
+  bool flush = false;
+  tb_lock(tb);
+  unsigned char *o = tb_reserve(tb, size, &flush);
+  if (__builtin_expect(!o, 0)) {
+    tb_unlock(tb);
+    if (counted) __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  fbx__rec h = {(uint32_t)size, (uint8_t)kind, counted, (uint16_t)n_args, t0, t1};
+  memcpy(o, &h, sizeof h);
+  unsigned char *q = o + sizeof h;
+  q = str_put(q, name, lens[0]);
+  if (kind != FBX__REC_RAW && kind != FBX__REC_META) q = str_put(q, cat, lens[1]);
+  for (int i = 0; i < n_args; i++) {
+    int type = args[i].type == FBX_TARG_INT ? FBX_TARG_INT : args[i].type == FBX_TARG_DBL ? FBX_TARG_DBL : FBX_TARG_STR;
+    *q++ = (unsigned char)type;
+    q = str_put(q, args[i].key, lens[2 + 2 * i]);
+    if (type == FBX_TARG_INT) {
+      memcpy(q, &args[i].i, 8);
+      q += 8;
+    } else if (type == FBX_TARG_DBL) {
+      memcpy(q, &args[i].d, 8);
+      q += 8;
+    } else {
+      q = str_put(q, args[i].s, lens[3 + 2 * i]);
+    }
+  }
+  tb_unlock(tb);
+  if (__builtin_expect(flush, 0)) flush_all();
+}
+
+static void record_meta(tbuf *tb, const char *name) {
+  (void)tb;
+  record(FBX__REC_META, false, name ? name : "", NULL, 0, 0, NULL, 0);
+}
+
+/* ============================ entry points ============================= */
+
+void fbx__trace_emit_raw(const char *json, size_t n, bool counted) {
+  /* the JSON is copied as one string: it must be NUL-free, which formatted JSON is */
+  char *tmp = fbx_malloc(n + 1);
+  if (!tmp) {
+    if (counted) __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  memcpy(tmp, json, n);
+  tmp[n] = '\0';
+  record(FBX__REC_RAW, counted, tmp, NULL, 0, 0, NULL, 0);
+  fbx_free(tmp);
 }
 
 void fbx_trace_flush(void) {
   if (!(fbx_trace_flags() & FBX_TRACE_F_JSON)) return;
-  pthread_mutex_lock(&g_mu);
-  for (tbuf *tb = g_list; tb; tb = tb->next) {
-    pthread_mutex_lock(&tb->mu);
-    drain_locked(tb);
-    pthread_mutex_unlock(&tb->mu);
-  }
-  if (g_fd >= 0) write_trailer_locked();
-  pthread_mutex_unlock(&g_mu);
+  flush_all();
 }
 
 void fbx_trace_thread_name_set(const char *name) {
   if (__builtin_expect(!(fbx_trace_flags() & FBX_TRACE_F_JSON), 1)) return;
   tbuf *tb = tbuf_get();
-  if (!tb) return;
-  pthread_mutex_lock(&tb->mu);
-  thread_meta(tb, name ? name : "");
-  tbuf_maybe_drain(tb);
-  pthread_mutex_unlock(&tb->mu);
-}
-
-/* ============================== events ================================= */
-
-/* Formats the common head of an event into the thread's buffer directly
- * (no temporary), under the buffer's lock. */
-static void emit_event(const char *name, const char *cat, char ph, uint64_t t0_ns, uint64_t t1_ns,
-                       const fbx_trace_arg *args, int n_args, double counter_value) {
-  if (__atomic_fetch_add(&g_recorded, 1, __ATOMIC_RELAXED) >= fbx__trace_max_events) {
-    __atomic_fetch_sub(&g_recorded, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  tbuf *tb = tbuf_get();
-  if (!tb) {
-    __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  uint64_t base = fbx__trace_t0_ns;
-  pthread_mutex_lock(&tb->mu);
-  fbx__sbuf *b = &tb->b;
-  size_t start = b->len;
-  fbx__sbuf_puts(b, ",\n{\"name\":");
-  fbx__sbuf_str(b, name);
-  fbx__sbuf_puts(b, ",\"cat\":");
-  fbx__sbuf_str(b, cat ? cat : "fusebox");
-  static const char ph_x[] = ",\"ph\":\"X\",\"ts\":", ph_i[] = ",\"ph\":\"i\",\"s\":\"t\",\"ts\":",
-                    ph_c[] = ",\"ph\":\"C\",\"ts\":";
-  if (ph == 'X') fbx__sbuf_put(b, ph_x, sizeof ph_x - 1);
-  else if (ph == 'i') fbx__sbuf_put(b, ph_i, sizeof ph_i - 1);
-  else fbx__sbuf_put(b, ph_c, sizeof ph_c - 1);
-  fbx__sbuf_ts(b, t0_ns >= base ? t0_ns - base : 0);
-  if (ph == 'X') {
-    fbx__sbuf_puts(b, ",\"dur\":");
-    fbx__sbuf_ts(b, t1_ns >= t0_ns ? t1_ns - t0_ns : 0);
-  }
-  fbx__sbuf_puts(b, ",\"pid\":");
-  fbx__sbuf_i64(b, (int64_t)pid_get());
-  fbx__sbuf_puts(b, ",\"tid\":");
-  fbx__sbuf_i64(b, tb->tid);
-  if (ph == 'C') {
-    fbx__sbuf_puts(b, ",\"args\":{\"value\":");
-    fbx__sbuf_dbl(b, counter_value);
-    fbx__sbuf_puts(b, "}");
-  } else if (n_args > 0) {
-    fbx__sbuf_puts(b, ",\"args\":");
-    fbx__sbuf_args(b, args, n_args);
-  }
-  fbx__sbuf_put(b, "}", 1);
-  if (b->oom) { /* keep what was flushed before; this event is lost */
-    b->oom = 0;
-    b->len = start;
-    if (b->p) b->p[start] = '\0';
-    __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
-  }
-  tbuf_maybe_drain(tb);
-  pthread_mutex_unlock(&tb->mu);
+  if (tb) record_meta(tb, name ? name : "");
 }
 
 void fbx_trace_complete(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
@@ -447,7 +466,7 @@ void fbx_trace_complete(const char *name, const char *cat, uint64_t t0_ns, uint6
   if (__builtin_expect(!(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_PROFILER)), 1)) return;
   if (f & FBX_TRACE_F_SUMMARY) fbx__trace_session_note_span(name, cat, args, n_args);
   if (f & FBX_TRACE_F_PROFILER) fbx__trace_profiler_record(name, cat, t0_ns, t1_ns, args, n_args);
-  if (f & FBX_TRACE_F_JSON) emit_event(name, cat, 'X', t0_ns, t1_ns, args, n_args, 0);
+  if (f & FBX_TRACE_F_JSON) record(FBX__REC_X, true, name, cat, t0_ns, t1_ns, args, n_args);
 }
 
 void fbx_trace_instant(const char *name, const char *cat, const fbx_trace_arg *args, int n_args) {
@@ -455,13 +474,14 @@ void fbx_trace_instant(const char *name, const char *cat, const fbx_trace_arg *a
   if (__builtin_expect(!(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)), 1)) return;
   uint64_t t = fbx_trace_now_ns();
   if (f & FBX_TRACE_F_PROFILER) fbx__trace_profiler_record(name, cat, t, t, args, n_args);
-  if (f & FBX_TRACE_F_JSON) emit_event(name, cat, 'i', t, t, args, n_args, 0);
+  if (f & FBX_TRACE_F_JSON) record(FBX__REC_I, true, name, cat, t, t, args, n_args);
 }
 
 void fbx_trace_counter(const char *name, double value) {
   if (__builtin_expect(!(fbx_trace_flags() & FBX_TRACE_F_JSON), 1)) return;
-  uint64_t t = fbx_trace_now_ns();
-  emit_event(name, "counter", 'C', t, t, NULL, 0, value);
+  uint64_t t = fbx_trace_now_ns(), v;
+  memcpy(&v, &value, sizeof v);
+  record(FBX__REC_C, true, name, "counter", t, v, NULL, 0);
 }
 
 #else

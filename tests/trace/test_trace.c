@@ -699,6 +699,78 @@ static int t_volume(void) {
   return 0;
 }
 
+/* Strings are copied at the call (the caller frees or reuses them at once); a
+ * string larger than a buffer chunk lands intact; past the buffer budget
+ * (64 MiB of records) the recording thread flushes by itself. */
+enum { BIG_LEN = 600 * 1024, BUDGET_EVENTS = 18000, BUDGET_ARG = 4000 };
+static char *heap_str(const char *s) {
+  char *p = malloc(strlen(s) + 1);
+  strcpy(p, s);
+  return p;
+}
+static int child_copies(void) {
+  for (int i = 0; i < 100; i++) {
+    char stack_val[32];
+    snprintf(stack_val, sizeof stack_val, "1x%d", i);
+    char *name = heap_str("heap\"op"), *cat = heap_str("op"), *key = heap_str("heap_key"), *val = heap_str("ha\\");
+    fbx_trace_arg a[] = {FBX_TARG_S(key, val), FBX_TARG_S("shape", stack_val), FBX_TARG_I("i", i)};
+    fbx_trace_complete(name, cat, 10, 20, a, 3);
+    memset(name, 'X', strlen(name));
+    memset(key, 'X', strlen(key));
+    memset(val, 'X', strlen(val));
+    memset(stack_val, 'X', sizeof stack_val - 1);
+    free(name), free(cat), free(key), free(val);
+  }
+  char *big = malloc(BIG_LEN + 1);
+  for (int i = 0; i < BIG_LEN; i++) big[i] = (char)('a' + i % 26);
+  big[BIG_LEN] = 0;
+  fbx_trace_arg b[] = {FBX_TARG_S("big", big)};
+  fbx_trace_complete("big", "op", 10, 20, b, 1);
+  free(big);
+  /* no flush or teardown below: the file grows only by the budget flush */
+  char *arg = malloc(BUDGET_ARG + 1);
+  memset(arg, 'b', BUDGET_ARG);
+  arg[BUDGET_ARG] = 0;
+  for (int i = 0; i < BUDGET_EVENTS; i++) {
+    fbx_trace_arg c[] = {FBX_TARG_S("pad", arg)};
+    fbx_trace_complete("budget", "op", 10, 20, c, 1);
+  }
+  free(arg);
+  FILE *f = fopen(getenv("FUSEBOX_TRACE"), "rb");
+  CHECK(f && fseek(f, 0, SEEK_END) == 0);
+  long size = ftell(f);
+  fclose(f);
+  fprintf(stderr, "trace file before exit: %ld bytes\n", size);
+  CHECK(size > 32L * 1024 * 1024);
+  return 0;
+}
+static int t_copies(void) {
+  char *trace = path_of("copies.json");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("copies", env, path_of("copies.err")) == 0);
+  json_t *j;
+  CHECK(load_ok(trace, &j));
+  CHECK(count_named(j, "heap\"op") == 100);
+  for (int i = 0; i < 100; i += 33) {
+    json_t *e = find_event(j, "heap\"op", i);
+    json_t *args = json_object_get(e, "args");
+    CHECK(!strcmp(json_string_value(json_object_get(e, "cat")), "op"));
+    CHECK(!strcmp(json_string_value(json_object_get(args, "heap_key")), "ha\\"));
+    char want[32];
+    snprintf(want, sizeof want, "1x%d", i);
+    CHECK(!strcmp(json_string_value(json_object_get(args, "shape")), want));
+    CHECK(arg_int(e, "i") == i);
+  }
+  json_t *big = find_event(j, "big", 0);
+  const char *bs = json_string_value(json_object_get(json_object_get(big, "args"), "big"));
+  CHECK(bs && strlen(bs) == BIG_LEN);
+  for (int i = 0; i < BIG_LEN; i++) CHECK(bs[i] == (char)('a' + i % 26));
+  CHECK(count_named(j, "budget") == BUDGET_EVENTS);
+  CHECK(json_integer_value(json_object_get(json_object_get(j, "otherData"), "dropped_events")) == 0);
+  json_decref(j);
+  return 0;
+}
+
 /* `fusebox trace summarize` on the summary case's trace (plus op spans) gives
  * the same numbers the events hold. */
 static int child_summarize_src(void) {
@@ -880,6 +952,7 @@ static const tcase k_cases[] = {
     {"profiler_store", t_profiler, "profiler", child_profiler},
     {"counters", t_counters, "counters", child_counters},
     {"volume_drains", t_volume, "volume", child_volume},
+    {"strings_copied_big_and_budget", t_copies, "copies", child_copies},
     {"cmd_trace_summarize", t_summarize, "summarize_src", child_summarize_src},
     {"ort_profiler_events", t_ort_profiler, "ort_profiler", child_ort_profiler},
 };

@@ -1,12 +1,15 @@
 /* CONV and CONV_TRANSPOSE, 1-3 spatial dims (missing dims are 1).
  *   depthwise (group == C == M): direct kernel, parallel over (n, c)
- *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is
- *   general                    : im2col (parallel) + sgemm per (n, group)
- * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im.
+ *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is (with an
+ *                                epilogue: per output tile, like below)
+ *   general                    : per tile of output positions, im2col into a
+ *                                per-worker block + sgemm, parallel over tiles
+ * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im (parallel over
+ * output channels; bias + epilogue per finished channel).
  * Bias is added per GEMM block right after it is computed (still in cache).
  * Epilogue (params.conv.epilogue, inputs 3..): the fused elementwise program
  * runs on each block of output (per channel row x spatial range) right after
- * its bias, by the same worker; with an epilogue the 1x1 path is tiled too. */
+ * its bias, by the same worker (fbx_cpu_epi_*, cpu_ew.c). */
 #include <immintrin.h>
 #include <string.h>
 

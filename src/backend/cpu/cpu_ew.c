@@ -278,9 +278,30 @@ static void fbx__ew_convert(fbx__ew_class sc, const void *src, fbx__ew_class dc,
 #undef CV
 }
 
+/* f32 binary op with b one value over the block (a per-channel or scalar
+ * operand): the same arithmetic as the array loop, without reading b. */
+static bool fbx__ew_bin_f32_splat_b(fbx_ir_op op, const float *restrict a, float y, float *restrict o, int64_t n) {
+#define SPL(expr)                     \
+  for (int64_t i = 0; i < n; i++) {   \
+    const float x = a[i];             \
+    o[i] = (expr);                    \
+  }                                   \
+  return true
+  switch (op) {
+    case FBX_IR_OP_ADD: SPL(x + y);
+    case FBX_IR_OP_SUB: SPL(x - y);
+    case FBX_IR_OP_MUL: SPL(x * y);
+    case FBX_IR_OP_DIV: SPL(x / y);
+    case FBX_IR_OP_MAX: SPL((x != x || x > y) ? x : y);
+    case FBX_IR_OP_MIN: SPL((x != x || x < y) ? x : y);
+    default: return false;
+  }
+#undef SPL
+}
+
 /* ---- one instruction over a block ---- */
 static bool fbx__ew_exec(const fbx_ir_ew_instr *ins, const fbx_dtype *rdt, void *const *regs,
-                         void *dst, void *tmp, int64_t n) {
+                         const bool *splat, void *dst, void *tmp, int64_t n) {
   fbx__ew_class oc = fbx__ew_class_of(ins->dtype);
   fbx__ew_class ac = fbx__ew_class_of(rdt[ins->a]);
   const void *a = regs[ins->a];
@@ -337,6 +358,11 @@ static bool fbx__ew_exec(const fbx_ir_ew_instr *ins, const fbx_dtype *rdt, void 
   /* binary */
   const void *b = regs[ins->b];
   fbx__ew_class bc = fbx__ew_class_of(rdt[ins->b]);
+  if (oc == FBX__EW_F32 && ac == FBX__EW_F32 && bc == FBX__EW_F32) {
+    if (splat[ins->b] && fbx__ew_bin_f32_splat_b(ins->op, a, *(const float *)b, dst, n)) return true;
+    bool comm = ins->op == FBX_IR_OP_ADD || ins->op == FBX_IR_OP_MUL;
+    if (comm && splat[ins->a] && fbx__ew_bin_f32_splat_b(ins->op, b, *(const float *)a, dst, n)) return true;
+  }
   if (bc != ac) { /* POW with an exponent of another class */
     fbx__ew_convert(bc, b, ac, tmp, n, false);
     b = tmp;
@@ -370,7 +396,16 @@ typedef struct fbx__ew_input {
   fbx_dtype dtype;
   int64_t strides[FBX_MAX_RANK];   /* per coalesced dim, 0 = broadcast */
   bool direct;                     /* class layout == dtype layout: may be read in place */
+  bool all0;                       /* every stride 0: one value for the whole tensor */
 } fbx__ew_input;
+
+/* Per worker and input: the input's slot holds element `src` broadcast over
+ * n elements (src NULL: unknown). Saves refilling per-channel/scalar
+ * operands block after block; input slots are never reused by instructions. */
+typedef struct fbx__ew_memo {
+  const void *src;
+  int64_t n;
+} fbx__ew_memo;
 
 typedef struct fbx__ew_plan {
   const fbx_ir_ew_program *prog;
@@ -389,10 +424,18 @@ typedef struct fbx__ew_plan {
 
 /* Load block [pos, pos+n) of input j into buf, or point *reg at the input. */
 static void fbx__ew_load_block(const fbx__ew_plan *pl, const fbx__ew_input *in, int64_t pos,
-                               int64_t n, void *buf, void **reg) {
+                               int64_t n, void *buf, void **reg, fbx__ew_memo *memo, bool *splat) {
   int r = pl->rank;
   int64_t idx[FBX_MAX_RANK];
   int64_t rem = pos, off = 0;
+  *reg = buf;
+  *splat = true;
+  if (in->all0) {
+    if (memo->src != in->data || memo->n < n) fbx__ew_load(buf, in->dtype, in->data, 0, 0, n);
+    memo->src = in->data;
+    memo->n = n > memo->n ? n : memo->n;
+    return;
+  }
   for (int d = r - 1; d >= 0; d--) {
     idx[d] = rem % pl->dims[d];
     rem /= pl->dims[d];
@@ -400,11 +443,22 @@ static void fbx__ew_load_block(const fbx__ew_plan *pl, const fbx__ew_input *in, 
   }
   int64_t inner = pl->dims[r - 1];
   int s1 = in->strides[r - 1] != 0;
-  if (in->direct && s1 && idx[r - 1] + n <= inner) {
+  if (s1 && idx[r - 1] + n <= inner && in->direct) {
     *reg = (unsigned char *)in->data + off * (int64_t)fbx_dtype_size(in->dtype);
+    *splat = n == 1;
     return;
   }
-  *reg = buf;
+  if (!s1 && idx[r - 1] + n <= inner) { /* one value over the block */
+    const void *src = (const unsigned char *)in->data + off * (int64_t)fbx_dtype_size(in->dtype);
+    if (memo->src != src || memo->n < n) {
+      fbx__ew_load(buf, in->dtype, in->data, off, 0, n);
+      memo->src = src;
+      memo->n = n;
+    }
+    return;
+  }
+  memo->src = NULL;
+  *splat = n == 1;
   size_t esz = fbx__ew_class_of(in->dtype) == FBX__EW_F32 ? 4 : 8;
   int64_t done = 0;
   while (done < n) {
@@ -432,16 +486,20 @@ static void fbx__ew_range(fbx__ew_plan *pl, int64_t begin, int64_t end, int work
   int n_regs = prog->n_inputs + prog->n_instrs;
   unsigned char *base = pl->bufs + (size_t)worker * pl->worker_bytes;
   void *tmp = base + (size_t)pl->n_slots * FBX_EW_BLOCK * 8;
+  fbx__ew_memo *memo = (fbx__ew_memo *)(base + (size_t)(pl->n_slots + 1) * FBX_EW_BLOCK * 8);
   void *regs[n_regs > 0 ? n_regs : 1];
+  bool splat[n_regs > 0 ? n_regs : 1]; /* register holds one value over the block */
   for (int64_t pos = begin; pos < end; pos += FBX_EW_BLOCK) {
     int64_t n = end - pos < FBX_EW_BLOCK ? end - pos : FBX_EW_BLOCK;
     for (int j = 0; j < prog->n_inputs; j++)
-      fbx__ew_load_block(pl, &pl->in[j], pos, n, base + (size_t)pl->slot[j] * FBX_EW_BLOCK * 8, &regs[j]);
+      fbx__ew_load_block(pl, &pl->in[j], pos, n, base + (size_t)pl->slot[j] * FBX_EW_BLOCK * 8, &regs[j],
+                         &memo[j], &splat[j]);
+    for (int i = 0; i < prog->n_instrs; i++) splat[prog->n_inputs + i] = false;
     for (int i = 0; i < prog->n_instrs; i++) {
       const fbx_ir_ew_instr *ins = &prog->instrs[i];
       int r = prog->n_inputs + i;
       void *dst = base + (size_t)pl->slot[r] * FBX_EW_BLOCK * 8;
-      if (!fbx__ew_exec(ins, pl->rdt, regs, dst, tmp, n)) {
+      if (!fbx__ew_exec(ins, pl->rdt, regs, splat, dst, tmp, n)) {
         atomic_store(&pl->failed, 1);
         return;
       }
@@ -503,20 +561,21 @@ static fbx_status *fbx__ew_layout_make(const fbx_ir_ew_program *prog, fbx__ew_la
       if (o < 0 || last[o] != i) continue;
       bool dup = false;
       for (int q = 0; q < k; q++) dup |= ops[q] == o;
-      if (!dup) free_slots[n_free++] = lay->slot[o];
+      if (!dup && o >= prog->n_inputs) free_slots[n_free++] = lay->slot[o]; /* input slots stay (memo) */
     }
   }
   lay->n_slots = n_slots;
   lay->n_regs = n_regs;
   lay->hdr = ((sizeof(fbx__ew_plan) + (size_t)n_regs * (sizeof(fbx_dtype) + sizeof(int)) + 63) / 64) * 64;
-  lay->worker_bytes = (size_t)(n_slots + 1) * FBX_EW_BLOCK * 8;
+  lay->worker_bytes = (size_t)(n_slots + 1) * FBX_EW_BLOCK * 8 +
+                     ((sizeof(fbx__ew_memo) * (size_t)(prog->n_inputs + 1) + 63) / 64) * 64;
   return NULL;
 }
 
 /* Fill the plan in mem (lay->hdr + threads * lay->worker_bytes bytes) for
  * inputs in[0..n_inputs) broadcast to out. */
 static fbx_status *fbx__ew_plan_fill(unsigned char *mem, const fbx__ew_layout *lay, const fbx_ir_ew_program *prog,
-                                     const fbx_tensor *in, const fbx_tensor *out, fbx__ew_plan **plo) {
+                                     const fbx_tensor *in, const fbx_tensor *out, int threads, fbx__ew_plan **plo) {
   int n_regs = lay->n_regs;
   int r = out->rank;
   for (int j = 0; j < prog->n_inputs; j++)
@@ -580,6 +639,13 @@ static fbx_status *fbx__ew_plan_fill(unsigned char *mem, const fbx__ew_layout *l
     fbx_dtype t = in[j].dtype;
     pl->in[j].direct = t == FBX_DTYPE_F32 || t == FBX_DTYPE_F64 || t == FBX_DTYPE_I64 || t == FBX_DTYPE_U64;
     if (!in[j].data) return FBX_ERR_ARG("EW: input %d has no data", j);
+    pl->in[j].all0 = true;
+    for (int d = 0; d < cr; d++) pl->in[j].all0 &= pl->in[j].strides[d] == 0;
+  }
+  for (int w = 0; w < threads; w++) {
+    fbx__ew_memo *memo = (fbx__ew_memo *)(pl->bufs + (size_t)w * lay->worker_bytes +
+                                          (size_t)(lay->n_slots + 1) * FBX_EW_BLOCK * 8);
+    for (int j = 0; j < prog->n_inputs; j++) memo[j].src = NULL, memo[j].n = 0;
   }
   *plo = pl;
   return NULL;
@@ -601,7 +667,7 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
   unsigned char *mem = fbx_cpu_scratch(c, lay.hdr + lay.worker_bytes * (size_t)c->threads);
   if (!mem) return FBX_ERR_OOM();
   fbx__ew_plan *pl;
-  FBX_TRY(fbx__ew_plan_fill(mem, &lay, prog, in, out, &pl));
+  FBX_TRY(fbx__ew_plan_fill(mem, &lay, prog, in, out, c->threads, &pl));
   int64_t nblk = (total + FBX_EW_BLOCK - 1) / FBX_EW_BLOCK;
   if (total >= FBX_EW_PAR_MIN)
     fbx_cpu_par(c, nblk, 4, fbx__ew_task, pl);
@@ -637,7 +703,7 @@ fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx
   unsigned char *mem = fbx_cpu_scratch(c, caller_bytes + lay.hdr + lay.worker_bytes * (size_t)c->threads);
   if (!mem) return FBX_ERR_OOM();
   *caller_mem = caller_bytes ? mem : NULL;
-  return fbx__ew_plan_fill(mem + caller_bytes, &lay, prog, pin, out, &epi->pl);
+  return fbx__ew_plan_fill(mem + caller_bytes, &lay, prog, pin, out, c->threads, &epi->pl);
 }
 
 void fbx_cpu_epi_apply(fbx_cpu_epi *epi, int64_t begin, int64_t end, int worker) {
