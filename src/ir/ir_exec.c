@@ -100,6 +100,17 @@ static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor 
   if (n->op == FBX_IR_OP_FUSED_EW && p->fast_names[nid]) {
     fbx_trace_arg fa[] = {FBX_TARG_S("kernel", "ew_fused"), FBX_TARG_I("node_id", nid)};
     fbx_trace_complete(p->fast_names[nid], "op.fast", t0, t1, fa, 2);
+  } else if (p->fast_names[nid]) { /* a conv that ran its elementwise epilogue in-kernel */
+    char fname[512];
+    snprintf(fname, sizeof fname, "%s+%s [fast]", op, p->fast_names[nid]);
+    fbx_trace_arg fa[] = {FBX_TARG_S("kernel", variant), FBX_TARG_I("node_id", nid)};
+    fbx_trace_complete(fname, "op.fast", t0, t1, fa, 2);
+  }
+  if (n->composed_reason) { /* a composed fallback of an op that has a fast path */
+    char cname[256];
+    snprintf(cname, sizeof cname, "%s [composed]", n->onnx_op && n->onnx_op[0] ? n->onnx_op : op);
+    fbx_trace_arg ca[] = {FBX_TARG_S("reason", n->composed_reason), FBX_TARG_I("node_id", nid)};
+    fbx_trace_complete(cname, "op.composed", t0, t1, ca, 2);
   }
 }
 

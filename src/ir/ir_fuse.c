@@ -94,6 +94,8 @@ static fbx_status *fbx__ir_fuse_emit(fbx__ir_fuse_ctx *c, const char **fast_name
     if (t < c->n_tree - 1) c->dead[c->tree[t]] = true;
   }
   fbx_ir_node *r = &g->nodes[root];
+  for (int t = 0; t < c->n_tree && !r->composed_reason; t++) /* a fused composed fallback stays marked */
+    r->composed_reason = g->nodes[c->tree[t]].composed_reason;
   r->op = FBX_IR_OP_FUSED_EW;
   r->inputs = new_inputs;
   r->n_inputs = n_ext;

@@ -5,6 +5,7 @@
 #include "../base/alloc.h"
 #include "../base/arena.h"
 #include "ir_plan.h"
+#include "../trace/trace.h"
 
 /* Shallow clone: arrays copied into a new arena, constant data, names and
  * node input/output arrays borrowed from src (which outlives the plan). */
@@ -161,6 +162,20 @@ static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
   return NULL;
 }
 
+/* One warning instant per composed step of a new plan (not per run): the user
+ * sees which ops took a slower composed path, and why. */
+static void fbx__ir_plan_warn_composed(const fbx__ir_plan *p) {
+  for (int s = 0; s < p->n_steps; s++) {
+    const fbx_ir_node *n = &p->g->nodes[p->steps[s]];
+    if (!n->composed_reason) continue;
+    char name[320];
+    snprintf(name, sizeof name, "\u26a0 composed-path: %s (%s)", n->onnx_op ? n->onnx_op : "?", n->composed_reason);
+    fbx_trace_arg a[] = {FBX_TARG_S("op", n->onnx_op ? n->onnx_op : ""), FBX_TARG_S("node", n->name ? n->name : ""),
+                         FBX_TARG_S("reason", n->composed_reason)};
+    fbx_trace_instant(name, "op.composed", a, 3);
+  }
+}
+
 fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const *const_bufs,
                                fbx__ir_prep_cache *prep, const fbx__ir_plan_opts *o, const fbx_tensor *inputs,
                                int n_inputs, fbx__ir_plan **out) {
@@ -207,6 +222,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
+  if (fbx_trace_enabled()) fbx__ir_plan_warn_composed(p);
 
   for (int i = 0; i < g->n_outputs; i++) {
     int v = g->outputs[i];
