@@ -5,8 +5,7 @@
 #   2. `fusebox check` (Fusebox vs ORT CPU EP) and `fusebox info --min-claimed 90` on the generated
 #      models and the three PP-OCR models, with both ORT libraries.
 # Prints one line per case and finally exactly "N passed, N failed"; exit 1 on any failure.
-# FBX_SANITIZED=1 (an ASan+UBSan build): ASAN_OPTIONS=detect_leaks=0 (ORT leaks at exit by design)
-# and the PP-OCR checks run with one ORT library only (each is slow under ASan; says so).
+# FBX_SANITIZED=1 (an ASan+UBSan build): leak checking on, with tests/lsan.supp for ORT's own leaks.
 set -u
 BUILD=${1:?usage: scripts/run_tests.sh BUILD_DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +18,9 @@ export FUSEBOX_REPO=$ROOT
 unset FUSEBOX_TRACE FUSEBOX_VERBOSE FUSEBOX_CLAIM_DEBUG
 SAN=${FBX_SANITIZED:-0}
 if [ "$SAN" = 1 ]; then
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+  # Leak checking stays on; tests/lsan.supp names only leaks inside ORT and OpenBLAS.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/lsan.supp:print_suppressions=0}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 fi
 TIMEOUT=${FBX_TEST_TIMEOUT:-900}
@@ -80,10 +81,6 @@ else
       name=$(basename "$m" .onnx)
       if [ ! -f "$m" ]; then
         FAIL=$((FAIL + 1)); FAILED+=("$name: model missing"); echo "FAIL  $m missing (scripts/make_models.sh / make deps)"; continue
-      fi
-      if [ "$SAN" = 1 ] && [ "$lib" = "$ORT129" ] && [[ "$m" == "$OCR"/* ]]; then
-        echo "SKIP  check/info $name [ORT $v]: PP-OCR under ASan runs with ORT 1.30 only (too slow twice)"
-        continue
       fi
       # shellcheck disable=SC2086
       run_case "check $name [ORT $v]" "$FB" check "$m" --ort "$lib" $opts

@@ -194,6 +194,7 @@ typedef struct fbx__tcv_job {
   float *y;           /* (Mg, OS) */
   float *col;         /* per worker: (Cg*KV, tile); unused when pointwise */
   int64_t Cg, Mg, KV, OS, tile;
+  int64_t mblocks;    /* output-channel blocks per tile (task = tile * mblocks + block) */
   bool pointwise;     /* 1x1 stride 1 pad 0: X is the column matrix (ld OS) */
   fbx_cpu_epi *epi;
   int64_t ybase;      /* flattened output index of y[0] (for the epilogue) */
@@ -242,15 +243,20 @@ static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
   const fbx__tcv_job *j = arg;
   float *col = j->col + (size_t)worker * (size_t)(j->Cg * j->KV * j->tile);
   int64_t K = j->Cg * j->KV;
-  for (int64_t t = t0; t < t1; t++) {
+  int64_t built = -1; /* tile whose columns are in col */
+  for (int64_t task = t0; task < t1; task++) {
+    int64_t t = task / j->mblocks, mb = task % j->mblocks;
+    int64_t m0 = j->Mg * mb / j->mblocks, m1 = j->Mg * (mb + 1) / j->mblocks;
     int64_t p0 = t * j->tile, p1 = p0 + j->tile < j->OS ? p0 + j->tile : j->OS;
+    float *yb = j->y + m0 * j->OS + p0;
     if (j->pointwise) {
-      fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, j->x + p0, j->OS, 0.f, j->y + p0, j->OS);
+      fbx_cpu_sgemm(false, false, m1 - m0, p1 - p0, K, 1.f, j->w + m0 * K, K, j->x + p0, j->OS, 0.f, yb, j->OS);
     } else {
-      fbx__tcv_im2col(j, col, p0, p1);
-      fbx_cpu_sgemm(false, false, j->Mg, p1 - p0, K, 1.f, j->w, K, col, p1 - p0, 0.f, j->y + p0, j->OS);
+      if (built != t) fbx__tcv_im2col(j, col, p0, p1);
+      built = t;
+      fbx_cpu_sgemm(false, false, m1 - m0, p1 - p0, K, 1.f, j->w + m0 * K, K, col, p1 - p0, 0.f, yb, j->OS);
     }
-    for (int64_t m = 0; m < j->Mg; m++) {
+    for (int64_t m = m0; m < m1; m++) {
       if (j->bias) {
         float *r = j->y + m * j->OS;
         float bv = j->bias[m];
@@ -262,7 +268,7 @@ static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
 }
 
 /* Output positions per tile of the tiled paths: a K x tile column block of
- * ~512 KiB (im2col), or an Mg x tile output block of ~256 KiB (1x1 with an
+ * ~1 MiB (im2col; half the 2 MiB L2), or an Mg x tile output block of ~256 KiB (1x1 with an
  * epilogue, so the epilogue reads it from cache); a multiple of 16. */
 static int64_t fbx__cv_tile(int64_t rows, int64_t bytes, int64_t OS) {
   int64_t tile = (bytes / 4) / (rows > 0 ? rows : 1);
@@ -313,8 +319,22 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
                    g.pb[2] == 0 && OS == IS;
   if (!pointwise || has_epi) {
     int64_t K = Cg * KV;
-    int64_t tile = pointwise ? fbx__cv_tile(Mg, 256 * 1024, OS) : fbx__cv_tile(K, 512 * 1024, OS);
-    int64_t ntiles = (OS + tile - 1) / tile;
+    int64_t tile = pointwise ? fbx__cv_tile(Mg, 256 * 1024, OS) : fbx__cv_tile(K, 1024 * 1024, OS);
+    int64_t ntiles = (OS + tile - 1) / tile, mblocks = 1;
+    /* Work split for the threads: fewer tiles than threads (deep layers:
+     * 512x7x7 is a single tile) -> split the output channels too (each block
+     * packs only its rows of W; N stays wide); else a multiple of the thread
+     * count of equal tiles. */
+    int64_t nt = c->threads > 1 ? c->threads : 1;
+    if (nt > 1 && ntiles < nt && Mg >= 32 * nt) {
+      mblocks = nt;
+      tile = (OS + ntiles - 1) / ntiles;
+    } else if (nt > 1 && OS >= 16 * nt) {
+      ntiles = (ntiles + nt - 1) / nt * nt;
+      tile = (OS + ntiles - 1) / ntiles;
+      if (tile >= 64) tile = (tile + 7) / 8 * 8;
+      ntiles = (OS + tile - 1) / tile;
+    }
     size_t col_bytes = pointwise ? 0 : (size_t)(K * tile) * sizeof(float) * (size_t)c->threads;
     FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], col_bytes, &mem, &epi));
     if (!pointwise && !mem) return FBX_ERR_OOM();
@@ -330,8 +350,9 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
         fbx__tcv_job j = {.g = &g, .x = x + (n * g.C + gi * Cg) * IS, .w = w + gi * Mg * Cg * KV,
                           .bias = b ? b + gi * Mg : NULL, .y = y + (n * g.M + gi * Mg) * OS,
                           .col = mem, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile,
-                          .pointwise = pointwise, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS};
-        fbx_cpu_par(c, ntiles, 1, fbx__tcv_task, &j);
+                          .pointwise = pointwise, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS,
+                          .mblocks = mblocks};
+        fbx_cpu_par(c, ntiles * mblocks, 1, fbx__tcv_task, &j);
       }
     return fbx_cpu_epi_end(&epi);
   }

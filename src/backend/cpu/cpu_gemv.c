@@ -101,6 +101,85 @@ void fbx_cpu_gemv_packed(fbx_cpu_ctx *c, const float *x, const float *packed, fl
   fbx_cpu_par(c, np, fbx__gemv_grain(K, P), fbx__gemv_packed_task, &j);
 }
 
+/* ---- small-M GEMM on packed B (prefill: M = prompt rows, typically <= 64):
+ * Y(M,N) = alpha * A(M,K) @ B. Parallel over 16-column panels; per panel,
+ * blocks of up to 6 rows of A x 16 columns in 12 AVX2 accumulators (the
+ * panel, K*64 bytes, stays in L1/L2 across the row blocks). Reads the packed
+ * weights once (no per-call packing as in sgemm). ---- */
+typedef struct fbx__gemm_pk_job {
+  const float *a, *b;
+  float *y;
+  int64_t M, K, N, lda, ldy;
+  float alpha;
+} fbx__gemm_pk_job;
+
+static inline __attribute__((always_inline)) void fbx__gemm_pk_block(const int MR, const float *a, int64_t lda,
+                                                                     const float *bp, int64_t K, float *y,
+                                                                     int64_t ldy, int64_t w, float alpha,
+                                                                     const float *pf0, const float *pf1) {
+  __m256 c0[6], c1[6];
+  for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; k++, bp += P) {
+    /* one 64-byte line (one k row of a panel) per k: pf0 streams ahead of
+     * this panel into L1, pf1 pulls the next panel into L2 meanwhile */
+    if (pf0) _mm_prefetch((const char *)(pf0 + k * P), _MM_HINT_T0);
+    if (pf1) _mm_prefetch((const char *)(pf1 + k * P), _MM_HINT_T1);
+    __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    for (int r = 0; r < MR; r++) {
+      __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+  const __m256 al = _mm256_set1_ps(alpha);
+  for (int r = 0; r < MR; r++) {
+    float *yr = y + r * ldy;
+    if (w == P) {
+      _mm256_storeu_ps(yr, _mm256_mul_ps(al, c0[r]));
+      _mm256_storeu_ps(yr + 8, _mm256_mul_ps(al, c1[r]));
+    } else {
+      float t[P];
+      _mm256_storeu_ps(t, _mm256_mul_ps(al, c0[r]));
+      _mm256_storeu_ps(t + 8, _mm256_mul_ps(al, c1[r]));
+      memcpy(yr, t, (size_t)w * sizeof(float));
+    }
+  }
+}
+
+static void fbx__gemm_pk_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  const fbx__gemm_pk_job *j = arg;
+  const int64_t K = j->K;
+  for (int64_t p = p0; p < p1; p++) {
+    const float *bp = j->b + p * K * P;
+    int64_t n0 = p * P, w = j->N - n0 < P ? j->N - n0 : P;
+    int64_t m = 0;
+    const float *ahead = bp + 64 * P, *next = p + 1 < p1 ? bp + K * P : NULL;
+    for (; m + 6 <= j->M; m += 6)
+      fbx__gemm_pk_block(6, j->a + m * j->lda, j->lda, bp, K, j->y + m * j->ldy + n0, j->ldy, w, j->alpha,
+                         m == 0 ? ahead : NULL, m == 6 ? next : NULL);
+    const float *pf0 = m == 0 ? ahead : NULL, *pf1 = m == 6 ? next : NULL;
+    const float *a = j->a + m * j->lda;
+    float *y = j->y + m * j->ldy + n0;
+    switch (j->M - m) {
+      case 5: fbx__gemm_pk_block(5, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+      case 4: fbx__gemm_pk_block(4, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+      case 3: fbx__gemm_pk_block(3, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+      case 2: fbx__gemm_pk_block(2, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+      case 1: fbx__gemm_pk_block(1, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+      default: break;
+    }
+  }
+}
+
+void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const float *packed, float *y,
+                         int64_t ldy, int64_t M, int64_t K, int64_t N, float alpha) {
+  fbx__gemm_pk_job j = {.a = a, .b = packed, .y = y, .M = M, .K = K, .N = N, .lda = lda, .ldy = ldy,
+                        .alpha = alpha};
+  int64_t np = (N + P - 1) / P;
+  int64_t g = fbx__gemv_grain(K, P) / (M > 0 ? M : 1);
+  fbx_cpu_par(c, np, g < 1 ? 1 : g, fbx__gemm_pk_task, &j);
+}
+
 /* B row-major (K,N): column tiles of 32, all of K per tile. */
 static void fbx__gemv_nt_task(void *arg, int64_t t0, int64_t t1, int worker) {
   const fbx__gemv_job *j = arg;

@@ -137,6 +137,10 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
         info->reason = "M=1: bandwidth-bound GEMV (B not constant)";
         fbx_cpu_gemv_plain(c, ab, bb, yb, K, N, tb, alpha);
       }
+    } else if (packed && !ta && M <= 96) {
+      info->variant = "gemm_f32_packed_small_m";
+      info->reason = "small M (prefill): 6x16 AVX2 kernel on the packed constant B (no per-call packing)";
+      fbx_cpu_gemm_packed(c, ab, K, st->packed, yb, N, M, K, N, alpha);
     } else {
       info->variant = "sgemm_openblas";
       info->reason = "M>1: OpenBLAS sgemm";

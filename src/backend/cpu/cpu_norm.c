@@ -1,5 +1,6 @@
 /* SOFTMAX / LOG_SOFTMAX / HARDMAX over one axis, LAYER_NORM, INSTANCE_NORM,
  * LRN. F32. The last-axis softmax (attention) is vectorised with the AVX2 exp. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -42,9 +43,16 @@ static void fbx__sm_row(const float *x, float *y, int64_t A, fbx_ir_op op) {
     if (op == FBX_IR_OP_SOFTMAX) y[i] = e;
   }
   if (op == FBX_IR_OP_SOFTMAX) {
-    __m256 inv = _mm256_set1_ps(1.f / s);
-    for (i = 0; i + 8 <= A; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(inv, _mm256_loadu_ps(y + i)));
-    for (; i < A; i++) y[i] *= 1.f / s;
+    /* probabilities below FLT_MIN flush to 0: no denormals into the next GEMM */
+    __m256 inv = _mm256_set1_ps(1.f / s), tiny = _mm256_set1_ps(FLT_MIN);
+    for (i = 0; i + 8 <= A; i += 8) {
+      __m256 p = _mm256_mul_ps(inv, _mm256_loadu_ps(y + i));
+      _mm256_storeu_ps(y + i, _mm256_andnot_ps(_mm256_cmp_ps(p, tiny, _CMP_LT_OQ), p));
+    }
+    for (; i < A; i++) {
+      float p = y[i] * (1.f / s);
+      y[i] = p < FLT_MIN ? 0.f : p;
+    }
   } else {
     float ls = logf(s) + m;
     for (i = 0; i < A; i++) y[i] = x[i] - ls;

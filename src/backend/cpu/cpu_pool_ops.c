@@ -1,6 +1,7 @@
 /* MAXPOOL / AVGPOOL / LPPOOL (1-3 spatial dims, pads, strides, dilations,
  * ceil_mode via the given output shape, count_include_pad) and the global
  * pools. F32. Parallel over (n, c) planes. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -66,6 +67,76 @@ static void fbx__pl_task(void *arg, int64_t p0, int64_t p1, int worker) {
   }
 }
 
+/* 2-D MAXPOOL fast path (dilation 1, no indices): per output row, the
+ * vertical max of its valid input rows goes into a -inf padded per-worker row
+ * (AVX2), then the horizontal max over the kw taps (stride 1/2 vectorised). */
+typedef struct fbx__mp2_job {
+  const float *x;
+  float *y;
+  int64_t IH, IW, OH, OW, KH, KW, SH, SW, PT, PL, PW;
+  float *rows;  /* per worker: PW floats */
+} fbx__mp2_job;
+
+static inline __m256 fbx__mp2_even(const float *p) { /* p[0], p[2], ..., p[14] */
+  __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+  __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+static void fbx__mp2_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  const fbx__mp2_job *j = arg;
+  float *vb = j->rows + (size_t)worker * (size_t)j->PW;
+  const int64_t IW = j->IW, PL = j->PL, PW = j->PW, KW = j->KW, SW = j->SW, OW = j->OW;
+  for (int64_t i = 0; i < PW; i++) vb[i] = -INFINITY;
+  for (int64_t p = p0; p < p1; p++) {
+    const float *x = j->x + p * j->IH * IW;
+    float *y = j->y + p * j->OH * OW;
+    for (int64_t oh = 0; oh < j->OH; oh++) {
+      int64_t h0 = oh * j->SH - j->PT, h1 = h0 + j->KH;
+      if (h0 < 0) h0 = 0;
+      if (h1 > j->IH) h1 = j->IH;
+      float *v = vb + PL;
+      if (h0 >= h1) {
+        for (int64_t i = 0; i < IW; i++) v[i] = -INFINITY;
+      } else {
+        const float *r0 = x + h0 * IW;
+        int64_t i = 0;
+        for (; i + 8 <= IW; i += 8) {
+          __m256 m = _mm256_loadu_ps(r0 + i);
+          for (int64_t h = h0 + 1; h < h1; h++) m = _mm256_max_ps(m, _mm256_loadu_ps(x + h * IW + i));
+          _mm256_storeu_ps(v + i, m);
+        }
+        for (; i < IW; i++) {
+          float m = r0[i];
+          for (int64_t h = h0 + 1; h < h1; h++) m = x[h * IW + i] > m ? x[h * IW + i] : m;
+          v[i] = m;
+        }
+      }
+      float *yr = y + oh * OW;
+      int64_t ow = 0;
+      if (SW == 1) {
+        for (; ow + 8 <= OW; ow += 8) {
+          __m256 m = _mm256_loadu_ps(vb + ow);
+          for (int64_t k = 1; k < KW; k++) m = _mm256_max_ps(m, _mm256_loadu_ps(vb + ow + k));
+          _mm256_storeu_ps(yr + ow, m);
+        }
+      } else if (SW == 2) {
+        for (; ow + 8 <= OW; ow += 8) {
+          __m256 m = fbx__mp2_even(vb + 2 * ow);
+          for (int64_t k = 1; k < KW; k++) m = _mm256_max_ps(m, fbx__mp2_even(vb + 2 * ow + k));
+          _mm256_storeu_ps(yr + ow, m);
+        }
+      }
+      for (; ow < OW; ow++) {
+        const float *w = vb + ow * SW;
+        float m = w[0];
+        for (int64_t k = 1; k < KW; k++) m = w[k] > m ? w[k] : m;
+        yr[ow] = m;
+      }
+    }
+  }
+}
+
 static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   fbx_tensor *y = &out[0];
@@ -103,6 +174,21 @@ static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
   }
   if (node->op == FBX_IR_OP_MAXPOOL && n_out > 1 && out[1].data && out[1].dtype == FBX_DTYPE_I64) j.idx = out[1].data;
   int64_t planes = x->dims[0] * x->dims[1];
+  if (node->op == FBX_IR_OP_MAXPOOL && !j.idx && j.in[0] == 1 && j.out[0] == 1 && j.k[0] == 1 &&
+      j.d[1] == 1 && j.d[2] == 1 && j.pb[1] >= 0 && j.pb[2] >= 0) {
+    /* padded row: covers [-PL, ...) up to the last tap of the last vector of 8 outputs */
+    int64_t need = (j.out[2] + 8) * j.s[2] + j.k[2] + 16;
+    int64_t PW = j.pb[2] + j.in[2] + 16;
+    if (PW < need) PW = need;
+    fbx__mp2_job mj = {.x = j.x, .y = j.y, .IH = j.in[1], .IW = j.in[2], .OH = j.out[1], .OW = j.out[2],
+                       .KH = j.k[1], .KW = j.k[2], .SH = j.s[1], .SW = j.s[2], .PT = j.pb[1], .PL = j.pb[2], .PW = PW};
+    mj.rows = fbx_cpu_scratch(c, (size_t)PW * sizeof(float) * (size_t)c->threads);
+    if (!mj.rows) return FBX_ERR_OOM();
+    info->variant = "maxpool2d_avx2";
+    int64_t per = j.in[1] * j.in[2];
+    fbx_cpu_par(c, planes, 1 + 8192 / (per + 1), fbx__mp2_task, &mj);
+    return NULL;
+  }
   info->variant = "pool_direct";
   fbx_cpu_par(c, planes, 1, fbx__pl_task, &j);
   return NULL;
