@@ -84,6 +84,7 @@ static int gen_step(fbx_cli *c, gen_lane *l, const int64_t *ids, int64_t n, int6
 // One whole loop on one lane: reset, prefill the prompt, decode n tokens; times in seconds.
 static int gen_loop(fbx_cli *c, gen_lane *l, const int64_t *prompt, long long n_prompt, long long n_new,
                     double *prefill_s, double *decode_s) {
+  fbx_host_settle(20); /* let the other EP's spinning workers go idle first */
   char *err = fbx_host_decoder_reset(&l->d);
   if (err) {
     fprintf(stderr, "%s: %s: %s\n", c->prog, l->name, err);

@@ -41,6 +41,15 @@ static uint64_t cpu_ns(void) {
          ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 }
 
+void fbx__trace_counters_baseline(void) {
+  pthread_mutex_lock(&g_mu);
+  if (!g_last_wall_ns) {
+    g_last_wall_ns = fbx_trace_now_ns();
+    g_last_cpu_ns = cpu_ns();
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
 void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
   if (__builtin_expect(!(fbx_trace_flags() & FBX_TRACE_F_JSON), 1)) return;
   fbx_trace_counter("fusebox.mem_bytes", (double)engine_bytes);

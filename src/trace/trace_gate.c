@@ -71,6 +71,7 @@ static void init_once(void) {
   if (env_on("FUSEBOX_CLAIM_DEBUG")) f |= FBX_TRACE_F_CLAIM;
   if (env_on("FUSEBOX_NVTX")) f |= FBX_TRACE_F_NVTX;
   if (f & FBX_TRACE_F_JSON) atexit(atexit_flush);
+  if (f & FBX_TRACE_F_JSON) fbx__trace_counters_baseline();
   /* Keep a profiler bit that was set meanwhile (StartProfiling before first use). */
   __atomic_fetch_or(&fbx__trace_flags, f, __ATOMIC_SEQ_CST);
 }

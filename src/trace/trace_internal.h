@@ -69,4 +69,8 @@ void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_t
 void fbx__trace_profiler_record(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
                                 const fbx_trace_arg *args, int n_args);
 
+/* Records the (wall, cpu) starting point of the util_pct counter, so the very
+ * first sample after init already has an interval (trace_counters.c). */
+void fbx__trace_counters_baseline(void);
+
 #endif

@@ -70,6 +70,13 @@ static void host__free(fbx_host *h, void *p) {
     if (e__) { err = e__; goto fail; }                            \
   } while (0)
 
+void fbx_host_settle(int ms) {
+  if (ms <= 0) return;
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
 double fbx_host_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -167,7 +174,7 @@ char *fbx_host_open(const char *ort_lib, const char *ep_lib, fbx_host **out) {
   }
 
   // ---- load ORT ----
-  h->dl = dlopen(h->ort_path, RTLD_NOW | RTLD_LOCAL);
+  h->dl = dlopen(h->ort_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h->dl) {
     err = fbx_host_errf("ort_host: dlopen(%s) failed: %s", h->ort_path, dlerror());
     goto fail;
@@ -235,6 +242,10 @@ char *fbx_host_register_fusebox(fbx_host *h) {
                          "FUSEBOX_EP_LIB (looked next to the executable and up to 3 parents)");
   if (!host__is_file(h->ep_path))
     return fbx_host_errf("ort_host: EP library %s does not exist", h->ep_path);
+  // Keep the EP library mapped after ORT unloads it at teardown: leak reports at exit
+  // can then name its frames (and third-party ones inside it) instead of stale addresses.
+  // The handle is deliberately never closed.
+  (void)dlopen(h->ep_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   HOST_TRY(h, RegisterExecutionProviderLibrary(h->env, FBX_HOST_EP_REGISTRATION, h->ep_path),
            "RegisterExecutionProviderLibrary(Fusebox)");
   h->ep_registered = 1;

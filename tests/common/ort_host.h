@@ -230,6 +230,9 @@ char *fbx_host_shape_str(int rank, const int64_t *dims, char *buf, size_t cap);
 
 // Monotonic clock in seconds.
 double fbx_host_now(void);
+// Sleep ms milliseconds before a timed run, so the other EP's thread pool (ORT's workers and
+// ours both spin a while after a run) has gone idle and does not steal this run's cores.
+void fbx_host_settle(int ms);
 
 #ifdef __cplusplus
 }

@@ -229,9 +229,20 @@ static void fbx__tcv_im2col(const fbx__tcv_job *j, float *col, int64_t p0, int64
         int64_t a = ow0 < lo ? lo : ow0, b = ow1 > hi ? hi : ow1;
         if (a > b) a = b;
         for (int64_t ow = ow0; ow < a; ow++) dst[ow] = 0.f;
-        if (s == 1) memcpy(dst + a, xr + a + off, (size_t)(b - a) * sizeof(float));
-        else
-          for (int64_t ow = a; ow < b; ow++) dst[ow] = xr[ow * s + off];
+        if (s == 1) {
+          memcpy(dst + a, xr + a + off, (size_t)(b - a) * sizeof(float));
+        } else {
+          int64_t ow = a;
+          if (s == 2) /* even lanes of 16 (reads stay inside the row: 2*(ow+8)+off <= IW) */
+            for (; ow + 8 <= b && 2 * (ow + 8) + off <= IW; ow += 8) {
+              const float *q = xr + 2 * ow + off;
+              __m256 lo = _mm256_loadu_ps(q), hi = _mm256_loadu_ps(q + 8);
+              __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+              _mm256_storeu_ps(dst + ow, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e),
+                                                                                 _MM_SHUFFLE(3, 1, 2, 0))));
+            }
+          for (; ow < b; ow++) dst[ow] = xr[ow * s + off];
+        }
         for (int64_t ow = b > ow0 ? b : ow0; ow < ow1; ow++) dst[ow] = 0.f;
       }
       p += ow1 - ow0;

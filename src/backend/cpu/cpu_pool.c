@@ -23,6 +23,7 @@
 #define FBX_CPU_SPIN_PAUSE_NS 100000ull  /* pure pause spinning */
 #define FBX_CPU_SPIN_NS 2000000ull       /* then sched_yield spinning, then sleep */
 #define FBX_CPU_CHUNKS_PER_THREAD 4
+#define FBX_CPU_WAIT_PAUSE_SPINS 1024u   /* caller's wait: ~10-40 us of pause, then sched_yield */
 
 typedef struct fbx_cpu_worker {
   fbx_cpu_pool *pool;
@@ -205,5 +206,12 @@ void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn
     pthread_mutex_unlock(&p->mu);
   }
   fbx__cpu_pool_drain(p, (uint32_t)g, 0);
-  while (atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks) _mm_pause();
+  /* Wait for chunks other workers hold. After a short pause-spin, yield: on
+   * a busy machine (2 cores, another process' threads spinning) the worker we
+   * wait for may be queued on our own core, and a pure spin would keep it off
+   * the CPU for a whole scheduler slice (ms). */
+  for (unsigned spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n_chunks; spins++) {
+    if (spins < FBX_CPU_WAIT_PAUSE_SPINS) _mm_pause();
+    else sched_yield();
+  }
 }

@@ -1,5 +1,6 @@
 /* Reductions (REDUCE_*), ARGMAX/ARGMIN, CUMSUM. Accumulation in double for
  * float inputs (the reduced extent can be large), int64 for integer ones. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -103,6 +104,38 @@ static void fbx__red_task(void *arg, int64_t o0, int64_t o1, int worker) {
   }
 }
 
+/* F32 SUM / MEAN / SUM_SQUARE over one contiguous innermost run per output
+ * (e.g. LayerNorm / RMSNorm means over the hidden size): AVX2, double
+ * accumulators like the generic path. */
+typedef struct fbx__redrow_job {
+  const float *x;
+  float *y;
+  int64_t n;
+  fbx_ir_op op;
+} fbx__redrow_job;
+
+static void fbx__redrow_task(void *arg, int64_t o0, int64_t o1, int worker) {
+  const fbx__redrow_job *j = arg;
+  bool sq = j->op == FBX_IR_OP_REDUCE_SUM_SQUARE;
+  for (int64_t o = o0; o < o1; o++) {
+    const float *x = j->x + o * j->n;
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 8 <= j->n; i += 8) {
+      __m256 v = _mm256_loadu_ps(x + i);
+      if (sq) v = _mm256_mul_ps(v, v);
+      a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+      a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    }
+    double t[4];
+    _mm256_storeu_pd(t, _mm256_add_pd(a0, a1));
+    double acc = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < j->n; i++) acc += sq ? (double)x[i] * x[i] : (double)x[i];
+    if (j->op == FBX_IR_OP_REDUCE_MEAN) acc /= (double)j->n;
+    j->y[o] = (float)acc;
+  }
+}
+
 static fbx_status *fbx__reduce(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   fbx_tensor *y = &out[0];
@@ -128,6 +161,18 @@ static fbx_status *fbx__reduce(FBX_CPU_KERNEL_ARGS) {
     }
   }
   int64_t nout = fbx_cpu_numel(y);
+  /* reduced dims = one contiguous innermost block (strides multiply out to 1) */
+  bool inner = j.nr > 0 && x->dtype == FBX_DTYPE_F32 && j.rcount > 0;
+  for (int q = 0, d = x->rank - 1; inner && q < j.nr; q++, d--) inner = (mask & (1u << d)) != 0;
+  if (inner && (op == FBX_IR_OP_REDUCE_SUM || op == FBX_IR_OP_REDUCE_MEAN || op == FBX_IR_OP_REDUCE_SUM_SQUARE)) {
+    info->variant = "reduce_rows_avx2";
+    fbx__redrow_job rj = {.x = x->data, .y = y->data, .n = j.rcount, .op = op};
+    if (nout * j.rcount >= 65536)
+      fbx_cpu_par(c, nout, 1 + 16384 / j.rcount, fbx__redrow_task, &rj);
+    else
+      fbx__redrow_task(&rj, 0, nout, 0);
+    return NULL;
+  }
   info->variant = "reduce_generic";
   if (nout * (j.rcount + 1) >= 65536)
     fbx_cpu_par(c, nout, 1 + 16384 / (j.rcount + 1), fbx__red_task, &j);
