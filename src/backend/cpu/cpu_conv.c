@@ -1,16 +1,17 @@
 /* CONV and CONV_TRANSPOSE, 1-3 spatial dims (missing dims are 1).
  *   depthwise (group == C == M): direct kernel, parallel over (n, c)
- *   1x1, stride 1, no pad      : one sgemm per (n, group) on X as is (with an
- *                                epilogue: per output tile, like below)
- *   general                    : per tile of output positions, im2col into a
- *                                per-worker block + sgemm, parallel over tiles
+ *   others                     : per tile of output positions, im2col (1x1
+ *                                stride 1 pad 0: a copy of X) into a per-worker
+ *                                block of 16-wide panels + our 6x16 AVX2 GEMM
+ *                                (cpu_conv_gemm.c), parallel over tiles
  * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im (parallel over
  * output channels; bias + epilogue per finished channel).
- * Bias is added per GEMM block right after it is computed (still in cache).
+ * Bias is folded into the GEMM accumulators.
  * Epilogue (params.conv.epilogue, inputs 3..): the fused elementwise program
  * runs on each block of output (per channel row x spatial range) right after
  * its bias, by the same worker (fbx_cpu_epi_*, cpu_ew.c). */
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -200,8 +201,9 @@ typedef struct fbx__tcv_job {
   int64_t ybase;      /* flattened output index of y[0] (for the epilogue) */
 } fbx__tcv_job;
 
-/* col (rows, p1-p0) <- im2col rows for output positions [p0, p1) */
-static void fbx__tcv_im2col(const fbx__tcv_job *j, float *col, int64_t p0, int64_t p1) {
+/* pk (packed panels, see fbx_cpu_conv_gemm) <- im2col rows for output
+ * positions [p0, p1); each row is built in rowbuf (p1-p0 floats) first. */
+static void fbx__tcv_im2col(const fbx__tcv_job *j, float *pk, float *rowbuf, int64_t p0, int64_t p1) {
   const fbx__cv_geom *g = j->g;
   int64_t KD = g->k[0], KH = g->k[1], KW = g->k[2], OH = g->out[1], OW = g->out[2];
   int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
@@ -209,7 +211,7 @@ static void fbx__tcv_im2col(const fbx__tcv_job *j, float *col, int64_t p0, int64
   for (int64_t r = 0; r < rows; r++) {
     int64_t kw = r % KW, kh = (r / KW) % KH, kd = (r / (KW * KH)) % KD, cc = r / (KW * KH * KD);
     const float *x = j->x + cc * ID * IH * IW;
-    float *cr = col + r * nb;
+    float *cr = rowbuf;
     int64_t off = kw * g->d[2] - g->pb[2], s = g->s[2];
     int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
     int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
@@ -247,40 +249,204 @@ static void fbx__tcv_im2col(const fbx__tcv_job *j, float *col, int64_t p0, int64
       }
       p += ow1 - ow0;
     }
+    fbx_cpu_conv_pack_row(pk, rows, r, rowbuf, nb);
   }
 }
 
 static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
   const fbx__tcv_job *j = arg;
-  float *col = j->col + (size_t)worker * (size_t)(j->Cg * j->KV * j->tile);
-  int64_t K = j->Cg * j->KV;
-  int64_t built = -1; /* tile whose columns are in col */
+  int64_t K = j->Cg * j->KV, tpad = (j->tile + 15) / 16 * 16;
+  float *pk = j->col + (size_t)worker * (size_t)(K * tpad + tpad);
+  float *rowbuf = pk + K * tpad;
+  int64_t built = -1; /* tile whose columns are in pk */
   for (int64_t task = t0; task < t1; task++) {
     int64_t t = task / j->mblocks, mb = task % j->mblocks;
     int64_t m0 = j->Mg * mb / j->mblocks, m1 = j->Mg * (mb + 1) / j->mblocks;
-    int64_t p0 = t * j->tile, p1 = p0 + j->tile < j->OS ? p0 + j->tile : j->OS;
-    float *yb = j->y + m0 * j->OS + p0;
-    if (j->pointwise) {
-      fbx_cpu_sgemm(false, false, m1 - m0, p1 - p0, K, 1.f, j->w + m0 * K, K, j->x + p0, j->OS, 0.f, yb, j->OS);
-    } else {
-      if (built != t) fbx__tcv_im2col(j, col, p0, p1);
-      built = t;
-      fbx_cpu_sgemm(false, false, m1 - m0, p1 - p0, K, 1.f, j->w + m0 * K, K, col, p1 - p0, 0.f, yb, j->OS);
+    if (j->mblocks > 1) { /* keep blocks of 6 rows whole */
+      m0 = m0 / 6 * 6;
+      m1 = mb + 1 == j->mblocks ? j->Mg : m1 / 6 * 6;
     }
-    for (int64_t m = m0; m < m1; m++) {
-      if (j->bias) {
-        float *r = j->y + m * j->OS;
-        float bv = j->bias[m];
-        for (int64_t i = p0; i < p1; i++) r[i] += bv;
+    int64_t p0 = t * j->tile, p1 = p0 + j->tile < j->OS ? p0 + j->tile : j->OS;
+    if (built != t) {
+      if (j->pointwise)
+        for (int64_t r = 0; r < K; r++) fbx_cpu_conv_pack_row(pk, K, r, j->x + r * j->OS + p0, p1 - p0);
+      else
+        fbx__tcv_im2col(j, pk, rowbuf, p0, p1);
+      built = t;
+    }
+    fbx_cpu_conv_gemm(j->w, K, j->bias, pk, K, p1 - p0, m0, m1, j->y + p0, j->OS);
+    if (j->epi->pl)
+      for (int64_t m = m0; m < m1; m++)
+        fbx_cpu_epi_apply(j->epi, j->ybase + m * j->OS + p0, j->ybase + m * j->OS + p1, worker);
+  }
+}
+
+/* ---- direct 2D conv (no im2col): X is repacked once per call into s*s
+ * phase planes per channel, zero padded: xr[c][a][b][i][j] =
+ * xpad[s*i + a][s*j + b] (PH2 x PW2 each). Then output (oh, ow) of tap
+ * (c, kh, kw) reads plane (c, kh*d % s, kw*d % s) at q + koff, with
+ * q = oh*PW2 + ow and koff = (kh*d / s)*PW2 + kw*d / s: the GEMM B matrix is
+ * the repacked input itself at per-tap offsets (cpu_conv_gemm.c), over
+ * flattened q (columns ow >= OW of each row are computed and dropped). ---- */
+typedef struct fbx__dcv_job {
+  const fbx__cv_geom *g;
+  const float *x;        /* (C, IH, IW) of image n */
+  float *xr;             /* (C, s, s, PH2, PW2) + slack */
+  const float *w, *bias; /* of the group: (Mg, K), (Mg) */
+  const int32_t *koff;   /* (K) relative to the group's first channel plane */
+  float *y;              /* (Mg, OS) of the group */
+  float *tmp;            /* per worker: (Mg, tmpld) */
+  int64_t Mg, K, PH2, PW2, rows, mblocks, tmpld, xoff;
+  fbx_cpu_epi *epi;
+  int64_t ybase;
+} fbx__dcv_job;
+
+static void fbx__dcv_repack_task(void *arg, int64_t c0, int64_t c1, int worker) {
+  const fbx__dcv_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  const int64_t s = g->s[2], sh = g->s[1], IH = g->in[1], IW = g->in[2], PH2 = j->PH2, PW2 = j->PW2;
+  const int64_t pt = g->pb[1], pl = g->pb[2];
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t a = 0; a < sh; a++)
+      for (int64_t b = 0; b < s; b++) {
+        float *pl_ = j->xr + ((c * sh + a) * s + b) * PH2 * PW2;
+        /* valid j: 0 <= s*j + b - pl < IW */
+        int64_t off = b - pl;
+        int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+        int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
+        if (hi > PW2) hi = PW2;
+        if (lo > hi) lo = hi;
+        for (int64_t i = 0; i < PH2; i++) {
+          float *dst = pl_ + i * PW2;
+          int64_t ih = sh * i + a - pt;
+          if (ih < 0 || ih >= IH) {
+            memset(dst, 0, (size_t)PW2 * sizeof(float));
+            continue;
+          }
+          const float *src = j->x + (c * IH + ih) * IW;
+          if (lo > 0) memset(dst, 0, (size_t)lo * sizeof(float));
+          if (s == 1)
+            memcpy(dst + lo, src + lo + off, (size_t)(hi - lo) * sizeof(float));
+          else
+            for (int64_t q = lo; q < hi; q++) dst[q] = src[s * q + off];
+          if (hi < PW2) memset(dst + hi, 0, (size_t)(PW2 - hi) * sizeof(float));
+        }
       }
-      fbx_cpu_epi_apply(j->epi, j->ybase + m * j->OS + p0, j->ybase + m * j->OS + p1, worker);
+}
+
+static void fbx__dcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
+  const fbx__dcv_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  const int64_t OH = g->out[1], OW = g->out[2], OS = OH * OW, PW2 = j->PW2;
+  float *tmp = j->tmp + (size_t)worker * (size_t)(j->Mg * j->tmpld);
+  for (int64_t task = t0; task < t1; task++) {
+    int64_t t = task / j->mblocks, mb = task % j->mblocks;
+    int64_t m0 = 0, m1 = j->Mg;
+    if (j->mblocks > 1) {
+      m0 = (j->Mg * mb / j->mblocks) / 6 * 6;
+      m1 = mb + 1 == j->mblocks ? j->Mg : (j->Mg * (mb + 1) / j->mblocks) / 6 * 6;
+    }
+    int64_t oh0 = t * j->rows, oh1 = oh0 + j->rows < OH ? oh0 + j->rows : OH;
+    int64_t width = (oh1 - oh0) * PW2;
+    fbx_cpu_conv_gemm_off(j->w, j->K, j->bias, j->xr + j->xoff + oh0 * PW2, j->koff, j->K, width, m0, m1, tmp,
+                          j->tmpld);
+    for (int64_t m = m0; m < m1; m++) {
+      float *ym = j->y + m * OS;
+      const float *tm = tmp + m * j->tmpld;
+      if (PW2 == OW)
+        memcpy(ym + oh0 * OW, tm, (size_t)(width) * sizeof(float));
+      else
+        for (int64_t oh = oh0; oh < oh1; oh++)
+          memcpy(ym + oh * OW, tm + (oh - oh0) * PW2, (size_t)OW * sizeof(float));
+      fbx_cpu_epi_apply(j->epi, j->ybase + m * OS + oh0 * OW, j->ybase + m * OS + oh1 * OW, worker);
     }
   }
 }
 
-/* Output positions per tile of the tiled paths: a K x tile column block of
- * ~1 MiB (im2col; half the 2 MiB L2), or an Mg x tile output block of ~256 KiB (1x1 with an
- * epilogue, so the epilogue reads it from cache); a multiple of 16. */
+/* Direct path for 2D convs; false when not applicable (then im2col). */
+static bool fbx__dcv_ok(const fbx__cv_geom *g) {
+  if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1) return false;
+  if (g->pb[1] < 0 || g->pb[2] < 0) return false;
+  if (g->s[1] > 4 || g->s[2] > 4) return false;
+  if ((g->k[2] - 1) * g->d[2] / g->s[2] > 32) return false; /* tail reads stay in the 64-float slack */
+  int64_t KV = g->k[1] * g->k[2];
+  if (KV == 1 && g->s[1] == 1 && g->s[2] == 1) return false; /* 1x1 stride 1: packed path */
+  return true;
+}
+
+static fbx_status *fbx__dcv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
+  const float *x = in[0].data, *w = in[1].data;
+  const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  float *y = out[0].data;
+  const int64_t sh = g->s[1], sw = g->s[2], dh = g->d[1], dw = g->d[2];
+  const int64_t KH = g->k[1], KW = g->k[2], OH = g->out[1], OW = g->out[2], OS = OH * OW;
+  const int64_t Cg = g->C / g->G, Mg = g->M / g->G, K = Cg * KH * KW;
+  const int64_t PH2 = OH + ((KH - 1) * dh) / sh, PW2 = OW + ((KW - 1) * dw) / sw;
+  const int64_t plane = PH2 * PW2, xr_n = g->C * sh * sw * plane + 64;
+  if (xr_n > INT32_MAX) return FBX_ERR_NOTIMPL("CONV: direct path too large");
+  int64_t nt = c->threads > 1 ? c->threads : 1;
+  double flops = 2.0 * (double)Mg * (double)OS * (double)K;
+  /* row tiles: ~4 per thread, the per-worker (Mg, rows*PW2) result <= 128 KiB */
+  int64_t rows = (OH + 4 * nt - 1) / (4 * nt);
+  int64_t rmax = (32 * 1024) / (Mg * PW2);
+  if (rmax < 1) rmax = 1;
+  if (rows > rmax) rows = rmax;
+  if (rows < 1) rows = 1;
+  int64_t ntiles = (OH + rows - 1) / rows, mblocks = 1;
+  if (flops < 4e5 || nt == 1) {
+    rows = OH < rmax ? OH : rmax;
+    ntiles = (OH + rows - 1) / rows;
+  } else if (ntiles < 2 * nt && Mg >= 12 * nt) {
+    mblocks = nt;
+  }
+  int64_t tmpld = (rows * PW2 + 15) / 16 * 16;
+  size_t koff_n = (size_t)(K + 15) / 16 * 16;
+  size_t bytes = ((size_t)xr_n + koff_n + (size_t)(Mg * tmpld) * (size_t)c->threads) * sizeof(float);
+  void *mem = NULL;
+  fbx_cpu_epi epi;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
+  if (!mem) return FBX_ERR_OOM();
+  float *xr = mem;
+  int32_t *koff = (int32_t *)(xr + xr_n);
+  float *tmp = xr + xr_n + koff_n;
+  memset(xr + xr_n - 64, 0, 64 * sizeof(float));
+  for (int64_t cc = 0; cc < Cg; cc++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++) {
+        int64_t a = (kh * dh) % sh, bb = (kw * dw) % sw;
+        koff[(cc * KH + kh) * KW + kw] =
+            (int32_t)(((cc * sh + a) * sw + bb) * plane + ((kh * dh) / sh) * PW2 + (kw * dw) / sw);
+      }
+  info->variant = "conv_direct_gemm";
+  info->reason = "2D: input repacked into zero-padded stride-phase planes, 6x16 AVX2 GEMM on per-tap offsets";
+  for (int64_t n = 0; n < g->N; n++) {
+    fbx__dcv_job j = {.g = g, .x = x + n * g->C * g->in[1] * g->in[2], .xr = xr, .koff = koff, .tmp = tmp,
+                      .Mg = Mg, .K = K, .PH2 = PH2, .PW2 = PW2, .rows = rows, .mblocks = mblocks,
+                      .tmpld = tmpld, .epi = &epi};
+    if (g->C * plane * sh * sw > 32768 && nt > 1)
+      fbx_cpu_par(c, g->C, 1, fbx__dcv_repack_task, &j);
+    else
+      fbx__dcv_repack_task(&j, 0, g->C, 0);
+    for (int64_t gi = 0; gi < g->G; gi++) {
+      j.w = w + gi * Mg * K;
+      j.bias = b ? b + gi * Mg : NULL;
+      j.y = y + (n * g->M + gi * Mg) * OS;
+      j.ybase = (n * g->M + gi * Mg) * OS;
+      j.xoff = gi * Cg * sh * sw * plane;
+      if (ntiles * mblocks > 1)
+        fbx_cpu_par(c, ntiles * mblocks, 1, fbx__dcv_task, &j);
+      else
+        fbx__dcv_task(&j, 0, 1, 0);
+    }
+  }
+  return fbx_cpu_epi_end(&epi);
+}
+
+/* Output positions per tile: a packed K x tile column block of ~512 KiB
+ * (stays in the 2 MiB L2 while every 6-row block of W streams over it); a
+ * multiple of 16. */
+#define FBX__CV_PACK_BYTES (512 * 1024)
 static int64_t fbx__cv_tile(int64_t rows, int64_t bytes, int64_t OS) {
   int64_t tile = (bytes / 4) / (rows > 0 ? rows : 1);
   tile = tile < 64 ? 64 : (tile / 16) * 16;
@@ -300,7 +466,6 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   if (in[1].dims[1] != Cg) return FBX_ERR_ARG("CONV: W has %lld input channels, expected %lld", (long long)in[1].dims[1], (long long)Cg);
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
-  bool has_epi = node->params.conv.epilogue != NULL;
   fbx_cpu_epi epi;
   void *mem = NULL;
   if (g.G == g.C && g.M == g.C) {
@@ -326,58 +491,46 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
     return fbx_cpu_epi_end(&epi);
   }
+  if (fbx__dcv_ok(&g)) return fbx__dcv_run(c, node, in, n_in, out, &g, info);
   bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
                    g.pb[2] == 0 && OS == IS;
-  if (!pointwise || has_epi) {
-    int64_t K = Cg * KV;
-    int64_t tile = pointwise ? fbx__cv_tile(Mg, 256 * 1024, OS) : fbx__cv_tile(K, 1024 * 1024, OS);
-    int64_t ntiles = (OS + tile - 1) / tile, mblocks = 1;
-    /* Work split for the threads: fewer tiles than threads (deep layers:
-     * 512x7x7 is a single tile) -> split the output channels too (each block
-     * packs only its rows of W; N stays wide); else a multiple of the thread
-     * count of equal tiles. */
-    int64_t nt = c->threads > 1 ? c->threads : 1;
-    if (nt > 1 && ntiles < nt && Mg >= 32 * nt) {
-      mblocks = nt;
-      tile = (OS + ntiles - 1) / ntiles;
-    } else if (nt > 1 && OS >= 16 * nt) {
-      ntiles = (ntiles + nt - 1) / nt * nt;
-      tile = (OS + ntiles - 1) / ntiles;
-      if (tile >= 64) tile = (tile + 7) / 8 * 8;
-      ntiles = (OS + tile - 1) / tile;
-    }
-    size_t col_bytes = pointwise ? 0 : (size_t)(K * tile) * sizeof(float) * (size_t)c->threads;
-    FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], col_bytes, &mem, &epi));
-    if (!pointwise && !mem) return FBX_ERR_OOM();
-    if (pointwise) {
-      info->variant = "conv_1x1_tiled_sgemm";
-      info->reason = "1x1 stride 1 pad 0 with an epilogue: sgemm per output tile + bias + epilogue in cache";
-    } else {
-      info->variant = "conv_im2col_tiled_sgemm";
-      info->reason = "im2col per output tile (in cache) + sgemm + bias, parallel over tiles";
-    }
-    for (int64_t n = 0; n < g.N; n++)
-      for (int64_t gi = 0; gi < g.G; gi++) {
-        fbx__tcv_job j = {.g = &g, .x = x + (n * g.C + gi * Cg) * IS, .w = w + gi * Mg * Cg * KV,
-                          .bias = b ? b + gi * Mg : NULL, .y = y + (n * g.M + gi * Mg) * OS,
-                          .col = mem, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile,
-                          .pointwise = pointwise, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS,
-                          .mblocks = mblocks};
-        fbx_cpu_par(c, ntiles * mblocks, 1, fbx__tcv_task, &j);
-      }
-    return fbx_cpu_epi_end(&epi);
+  int64_t K = Cg * KV;
+  int64_t tile = fbx__cv_tile(K, FBX__CV_PACK_BYTES, OS);
+  int64_t ntiles = (OS + tile - 1) / tile, mblocks = 1;
+  /* Work split for the threads: fewer tiles than threads (deep layers:
+   * 512x7x7 is a single tile) -> split the output channels too; else a
+   * multiple of the thread count of equal tiles. */
+  int64_t nt = c->threads > 1 ? c->threads : 1;
+  if (nt > 1 && ntiles < nt && Mg >= 12 * nt && 2.0 * (double)Mg * (double)OS * (double)K > 4e5) {
+    mblocks = nt;
+    tile = (OS + ntiles - 1) / ntiles;
+  } else if (nt > 1 && OS >= 32 * nt && 2.0 * (double)Mg * (double)OS * (double)K > 4e5) {
+    ntiles = (ntiles + nt - 1) / nt * nt;
+    tile = (OS + ntiles - 1) / ntiles;
+    tile = (tile + 15) / 16 * 16;
+    ntiles = (OS + tile - 1) / tile;
   }
-  info->variant = "conv_1x1_sgemm";
-  info->reason = "1x1 stride 1 pad 0: GEMM on X directly";
+  int64_t tpad = (tile + 15) / 16 * 16;
+  size_t col_bytes = (size_t)(K * tpad + tpad) * sizeof(float) * (size_t)c->threads;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], col_bytes, &mem, &epi));
+  if (!mem) return FBX_ERR_OOM();
+  if (pointwise) {
+    info->variant = "conv_1x1_packed_gemm";
+    info->reason = "1x1 stride 1 pad 0: per output tile, pack X + 6x16 AVX2 GEMM (+bias, epilogue in cache)";
+  } else {
+    info->variant = "conv_im2col_packed_gemm";
+    info->reason = "im2col per output tile into 16-wide panels (in cache) + 6x16 AVX2 GEMM, parallel over tiles";
+  }
   for (int64_t n = 0; n < g.N; n++)
     for (int64_t gi = 0; gi < g.G; gi++) {
-      const float *xg = x + (n * g.C + gi * Cg) * IS;
-      const float *wg = w + gi * Mg * Cg * KV;
-      float *yg = y + (n * g.M + gi * Mg) * OS;
-      fbx_cpu_sgemm_par(c, false, false, Mg, OS, Cg * KV, 1.f, wg, Cg * KV, xg, OS, 0.f, yg, OS,
-                        b ? b + gi * Mg : NULL);
+      fbx__tcv_job j = {.g = &g, .x = x + (n * g.C + gi * Cg) * IS, .w = w + gi * Mg * Cg * KV,
+                        .bias = b ? b + gi * Mg : NULL, .y = y + (n * g.M + gi * Mg) * OS,
+                        .col = mem, .Cg = Cg, .Mg = Mg, .KV = KV, .OS = OS, .tile = tile,
+                        .pointwise = pointwise, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS,
+                        .mblocks = mblocks};
+      fbx_cpu_par(c, ntiles * mblocks, 1, fbx__tcv_task, &j);
     }
-  return NULL;
+  return fbx_cpu_epi_end(&epi);
 }
 
 /* col2im of CONV_TRANSPOSE, parallel over output channels (disjoint writes). */

@@ -110,6 +110,20 @@ void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const floa
 void fbx_cpu_gemv_plain(fbx_cpu_ctx *c, const float *x, const float *b, float *y, int64_t K,
                         int64_t N, bool trans_b, float alpha);
 
+/* ---- conv GEMM (cpu_conv_gemm.c) ----
+ * bpk: column block (K, width) packed in panels of 16 positions, K-major:
+ * bpk[(q*K + k)*16 + j] = B[k, q*16 + j] (32-byte aligned, last panel zero padded).
+ * Y rows [m0, m1) (row stride ldy, y = column 0 of the block) =
+ * W rows (row stride ldw) @ B + bias[m] (bias may be NULL). */
+void fbx_cpu_conv_gemm(const float *w, int64_t ldw, const float *bias, const float *bpk, int64_t K,
+                       int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy);
+/* The same with B row k of column block q read straight from xb + 16*q + koff[k]
+ * (unaligned; every full 16-column block must be readable, also past width). */
+void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const float *xb, const int32_t *koff,
+                           int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy);
+/* Pack row r of B (width contiguous floats at src) into bpk. */
+void fbx_cpu_conv_pack_row(float *bpk, int64_t K, int64_t r, const float *src, int64_t width);
+
 /* ---- shared helpers (cpu_util.c) ---- */
 int64_t fbx_cpu_numel(const fbx_tensor *t);
 /* Row-major strides of t in elements. */
