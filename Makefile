@@ -16,11 +16,13 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_ARGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@echo "[build] $(BUILD) (Release, -Wall -Wextra -Werror; log: $(BUILD)/build.log)"
+	@cmake --build $(BUILD) -j $(JOBS) >$(BUILD)/build.log 2>&1 || { tail -n 60 $(BUILD)/build.log; exit 1; }
 
 build-asan: deps
 	@cmake -S . -B $(BUILD_SAN) $(CMAKE_ARGS) -DCMAKE_BUILD_TYPE=Debug -DFBX_SANITIZE=ON >/dev/null
-	@cmake --build $(BUILD_SAN) -j $(JOBS)
+	@echo "[build] $(BUILD_SAN) (ASan+UBSan; log: $(BUILD_SAN)/build.log)"
+	@cmake --build $(BUILD_SAN) -j $(JOBS) >$(BUILD_SAN)/build.log 2>&1 || { tail -n 60 $(BUILD_SAN)/build.log; exit 1; }
 
 models: deps
 	@scripts/make_models.sh
@@ -38,7 +40,9 @@ test: build build-asan models
 test-fast: build models
 	@scripts/run_tests.sh $(BUILD)
 
-bench: build models
+# Benchmarks (also generates the ~100M-parameter decoder, 440 MB): see bench/RESULTS.md.
+bench: build
+	@scripts/make_models.sh --bench
 	@scripts/bench.sh $(BUILD)
 
 clean:

@@ -6,17 +6,7 @@
 
 #include "ep/ep_options.c"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (cond) passed++;                                    \
-    else {                                                 \
-      failed++;                                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fputc('\n', stderr);                                 \
-    }                                                      \
-  } while (0)
+#include "common/check.h"
 
 /* Sets key=value; returns 1 on success. On failure checks the message has all needles. */
 static int set_ok(fbx_ep_options *o, const char *k, const char *v) {

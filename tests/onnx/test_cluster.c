@@ -7,17 +7,7 @@
 
 #include "onnx/onnx_cluster.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (cond) passed++;                                       \
-    else {                                                    \
-      failed++;                                               \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);    \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fputc('\n', stderr);                                    \
-    }                                                         \
-  } while (0)
+#include "common/check.h"
 
 /* A test graph: value 0 is the graph input, node i writes value i+1 and
  * reads the outputs of its predecessors (or value 0 when it has none). */

@@ -21,13 +21,13 @@ static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, co
                                                                 float *y, int64_t ldy, int64_t width,
                                                                 const int32_t *koff) {
   __m256 c0[6], c1[6];
-  for (int r = 0; r < MR; r++) c0[r] = c1[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = c1[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
   int64_t k = 0;
   if (koff) {
     for (; k < K; k++) {
       const float *b = bp + koff[k];
       __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-      for (int r = 0; r < MR; r++) {
+      _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
         __m256 av = _mm256_broadcast_ss(w + r * ldw + k);
         c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
         c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
@@ -37,12 +37,12 @@ static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, co
   for (; k + 2 <= K; k += 2, bp += 2 * P) {
     __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
     __m256 b2 = _mm256_load_ps(bp + 16), b3 = _mm256_load_ps(bp + 24);
-    for (int r = 0; r < MR; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
       __m256 av = _mm256_broadcast_ss(w + r * ldw + k);
       c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
     }
-    for (int r = 0; r < MR; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
       __m256 av = _mm256_broadcast_ss(w + r * ldw + k + 1);
       c0[r] = _mm256_fmadd_ps(av, b2, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b3, c1[r]);
@@ -50,13 +50,13 @@ static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, co
   }
   for (; k < K; k++, bp += P) {
     __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
-    for (int r = 0; r < MR; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
       __m256 av = _mm256_broadcast_ss(w + r * ldw + k);
       c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
     }
   }
-  for (int r = 0; r < MR; r++) {
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
     float *yr = y + r * ldy;
     if (width >= P) {
       _mm256_storeu_ps(yr, c0[r]);
