@@ -56,6 +56,14 @@ static fbx_status *read_tensor(builder *b, const OrtValue *v, fbx_onnx_tensor *t
   }
   t->rank = (int)rank;
   if (t->dtype == FBX_DTYPE_UNDEFINED) return NULL; /* strings, bf16...: no data */
+  for (size_t d = 0; d < rank; d++) {
+    if (t->dims[d] == 0) { /* empty (e.g. Resize's roi ""): readable, with no bytes; ORT may give no pointer */
+      static const int64_t fbx__empty_data = 0;
+      t->data = &fbx__empty_data;
+      t->nbytes = 0;
+      return NULL;
+    }
+  }
   const void *p = NULL;
   size_t nb = 0;
   os = FBX_ORT->GetTensorData(v, &p);

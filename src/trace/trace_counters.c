@@ -41,6 +41,8 @@ static uint64_t cpu_ns(void) {
          ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 }
 
+static int g_sampled; /* a sample has been taken (the baseline alone does not count) */
+
 void fbx__trace_counters_baseline(void) {
   pthread_mutex_lock(&g_mu);
   if (!g_last_wall_ns) {
@@ -56,7 +58,7 @@ void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
   if (budget_bytes) fbx_trace_counter("fusebox.mem_pct", 100.0 * (double)engine_bytes / (double)budget_bytes);
   uint64_t now = fbx_trace_now_ns();
   if (pthread_mutex_trylock(&g_mu)) return; /* another thread is sampling */
-  if (g_last_wall_ns && now - g_last_wall_ns < SAMPLE_NS) {
+  if (g_sampled && now - g_last_wall_ns < SAMPLE_NS) { /* at most one sample per ms; the first always */
     pthread_mutex_unlock(&g_mu);
     return;
   }
@@ -71,6 +73,7 @@ void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
     util = 100.0 * (double)(cpu - g_last_cpu_ns) / (double)(now - g_last_wall_ns) / (double)g_ncpu;
   g_last_wall_ns = now;
   g_last_cpu_ns = cpu;
+  g_sampled = 1;
   int64_t rss = rss_bytes();
   pthread_mutex_unlock(&g_mu);
   if (rss >= 0) fbx_trace_counter("fusebox.rss_bytes", (double)rss);

@@ -325,7 +325,15 @@ int main(void) {
       {"depthwise3x3_avx2_s2", false, 1, 6, 6, 21, 19, 3, 3, 2, 1, 1, 6, true, true, false},
       {"depthwise5x5_avx2_s1", false, 1, 8, 8, 40, 37, 5, 5, 1, 1, 2, 8, true, false, false},
       {"depthwise3x3_dilated_direct", false, 1, 5, 5, 12, 12, 3, 3, 1, 2, 2, 5, true, true, false},
+      {"depthwise5x5_avx2_small7", false, 1, 8, 8, 7, 7, 5, 5, 1, 1, 2, 8, true, true, false},
+      {"depthwise3x3_avx2_s2_w13", false, 1, 3, 3, 13, 13, 3, 3, 2, 1, 1, 3, true, false, false},
+      {"conv3x3_direct_s2_dil2", false, 1, 7, 13, 19, 17, 3, 3, 2, 2, 2, 1, true, true, false},
+      {"conv1x1_s2_direct", false, 2, 9, 14, 15, 16, 1, 1, 2, 1, 0, 1, true, true, false},
+      {"conv7x7_s2_stem", false, 1, 3, 8, 33, 29, 7, 7, 2, 1, 3, 1, true, false, false},
+      {"conv3x3_direct_7x7_deep", false, 1, 40, 50, 7, 7, 3, 3, 1, 1, 1, 1, true, true, false},
       {"convtranspose2x2_s2", true, 1, 6, 4, 8, 7, 2, 2, 2, 1, 0, 1, true, true, false},
+      {"convtranspose2x2_s2_b2_m1", true, 2, 5, 1, 9, 13, 2, 2, 2, 1, 0, 1, true, false, false},
+      {"convtranspose3x3_s3_big", true, 1, 20, 7, 17, 19, 3, 3, 3, 1, 0, 1, false, true, false},
       {"conv_output_also_graph_output", false, 1, 5, 7, 13, 11, 3, 3, 1, 1, 1, 1, true, true, true},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);

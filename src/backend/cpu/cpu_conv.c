@@ -1,15 +1,20 @@
 /* CONV and CONV_TRANSPOSE, 1-3 spatial dims (missing dims are 1).
- *   depthwise (group == C == M): direct kernel, parallel over (n, c)
- *   others                     : per tile of output positions, im2col (1x1
- *                                stride 1 pad 0: a copy of X) into a per-worker
- *                                block of 16-wide panels + our 6x16 AVX2 GEMM
+ *   depthwise (group == C == M): direct AVX2 kernel on a zero-padded plane
+ *                                (2 rows x 16 outputs per step), parallel over (n, c)
+ *   2D (not 1x1 stride 1)      : direct: X repacked once into zero-padded
+ *                                stride-phase planes, then our 6x16 AVX2 GEMM
+ *                                reads B at per-tap offsets (no im2col),
+ *                                parallel over output-row tiles (x channel blocks)
+ *   1x1 stride 1 pad 0, 3D     : per tile of output positions, X (or im2col)
+ *                                packed into 16-wide panels + the same GEMM
  *                                (cpu_conv_gemm.c), parallel over tiles
- * CONV_TRANSPOSE: sgemm (W^T X) into columns, then col2im (parallel over
- * output channels; bias + epilogue per finished channel).
+ * CONV_TRANSPOSE: kernel == stride, no pad (FPN upsampling): one GEMM per
+ * kernel offset, scattered; else sgemm (W^T X) into columns, then col2im
+ * (parallel over output channels; bias + epilogue per finished channel).
  * Bias is folded into the GEMM accumulators.
  * Epilogue (params.conv.epilogue, inputs 3..): the fused elementwise program
  * runs on each block of output (per channel row x spatial range) right after
- * its bias, by the same worker (fbx_cpu_epi_*, cpu_ew.c). */
+ * it is computed, by the same worker (fbx_cpu_epi_*, cpu_ew.c). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -121,7 +126,7 @@ static void fbx__dw_task(void *arg, int64_t p0, int64_t p1, int worker) {
   }
 }
 
-/* 2D depthwise, stride 1 or 2, dilation 1: the plane is copied into a
+/* 2D depthwise, strides 1 or 2 (each axis), dilation 1: the plane is copied into a
  * zero-padded per-worker buffer, then 8 outputs of a row are accumulated in
  * one AVX2 register over the KHxKW taps (no bounds checks in the loop). */
 typedef struct fbx__dw2_job {
@@ -133,11 +138,18 @@ typedef struct fbx__dw2_job {
   fbx_cpu_epi *epi;
 } fbx__dw2_job;
 
+/* 8 floats q[0], q[2], ..., q[14] */
+static inline __m256 fbx__even8(const float *q) {
+  __m256 lo = _mm256_loadu_ps(q), hi = _mm256_loadu_ps(q + 8);
+  __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
 static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
   const fbx__dw2_job *j = arg;
   const fbx__cv_geom *g = j->g;
   const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
-  const int64_t KH = g->k[1], KW = g->k[2], s = g->s[2], PW = j->PW, PH = j->PH;
+  const int64_t KH = g->k[1], KW = g->k[2], s = g->s[2], sh = g->s[1], PW = j->PW, PH = j->PH;
   const int64_t pt = g->pb[1], pl = g->pb[2];
   float *xp = j->pad + (size_t)worker * (size_t)(PH * PW);
   memset(xp, 0, (size_t)(PH * PW) * sizeof(float));
@@ -148,36 +160,51 @@ static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
     float *y = j->y + p * OH * OW;
     float bias = j->b ? j->b[ch] : 0.f;
     for (int64_t ih = 0; ih < IH; ih++) memcpy(xp + (ih + pt) * PW + pl, x + ih * IW, (size_t)IW * sizeof(float));
-    for (int64_t oh = 0; oh < OH; oh++) {
-      float *yr = y + oh * OW;
-      const float *xr0 = xp + oh * g->s[1] * PW;
-      int64_t ow = 0;
-      for (; ow + 8 <= OW; ow += 8) {
-        __m256 acc = _mm256_set1_ps(bias);
+    /* 2 output rows x 16 outputs per step: each weight broadcast feeds 4
+     * FMAs; partial blocks are computed in full (the padded plane covers
+     * their reads) and stored with masks / skipped */
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t oh = 0; oh < OH; oh += 2) {
+      const bool two = oh + 1 < OH;
+      float *yr0 = y + oh * OW, *yr1 = yr0 + OW;
+      for (int64_t ow = 0; ow < OW; ow += 16) {
+        __m256 a00 = _mm256_set1_ps(bias), a01 = a00, a10 = a00, a11 = a00;
         for (int64_t kh = 0; kh < KH; kh++) {
-          const float *xr = xr0 + kh * PW + ow * s;
+          const float *r0 = xp + (oh * sh + kh) * PW + ow * s, *r1 = r0 + sh * PW;
+          const float *wr = w + kh * KW;
           for (int64_t kw = 0; kw < KW; kw++) {
-            __m256 wv = _mm256_set1_ps(w[kh * KW + kw]);
-            __m256 xv;
+            __m256 wv = _mm256_broadcast_ss(wr + kw);
+            __m256 x00, x01, x10, x11;
             if (s == 1) {
-              xv = _mm256_loadu_ps(xr + kw);
+              x00 = _mm256_loadu_ps(r0 + kw), x01 = _mm256_loadu_ps(r0 + kw + 8);
+              x10 = _mm256_loadu_ps(r1 + kw), x11 = _mm256_loadu_ps(r1 + kw + 8);
             } else {
-              __m256 a = _mm256_loadu_ps(xr + kw), b = _mm256_loadu_ps(xr + kw + 8);
-              __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-              xv = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+              x00 = fbx__even8(r0 + kw), x01 = fbx__even8(r0 + kw + 16);
+              x10 = fbx__even8(r1 + kw), x11 = fbx__even8(r1 + kw + 16);
             }
-            acc = _mm256_fmadd_ps(wv, xv, acc);
+            a00 = _mm256_fmadd_ps(wv, x00, a00);
+            a01 = _mm256_fmadd_ps(wv, x01, a01);
+            a10 = _mm256_fmadd_ps(wv, x10, a10);
+            a11 = _mm256_fmadd_ps(wv, x11, a11);
           }
         }
-        _mm256_storeu_ps(yr + ow, acc);
-      }
-      for (; ow < OW; ow++) {
-        float acc = bias;
-        for (int64_t kh = 0; kh < KH; kh++) {
-          const float *xr = xr0 + kh * PW + ow * s;
-          for (int64_t kw = 0; kw < KW; kw++) acc += w[kh * KW + kw] * xr[kw];
+        if (ow + 16 <= OW) {
+          _mm256_storeu_ps(yr0 + ow, a00);
+          _mm256_storeu_ps(yr0 + ow + 8, a01);
+          if (two) {
+            _mm256_storeu_ps(yr1 + ow, a10);
+            _mm256_storeu_ps(yr1 + ow + 8, a11);
+          }
+        } else {
+          __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(OW - ow)), lane);
+          __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(OW - ow - 8)), lane);
+          _mm256_maskstore_ps(yr0 + ow, m0, a00);
+          _mm256_maskstore_ps(yr0 + ow + 8, m1, a01);
+          if (two) {
+            _mm256_maskstore_ps(yr1 + ow, m0, a10);
+            _mm256_maskstore_ps(yr1 + ow + 8, m1, a11);
+          }
         }
-        yr[ow] = acc;
       }
     }
     fbx_cpu_epi_apply(j->epi, p * OH * OW, (p + 1) * OH * OW, worker);
@@ -291,12 +318,14 @@ static void fbx__tcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
 typedef struct fbx__dcv_job {
   const fbx__cv_geom *g;
   const float *x;        /* (C, IH, IW) of image n */
-  float *xr;             /* (C, s, s, PH2, PW2) + slack */
+  float *xr;             /* (C, nph, npw, PH2, PW2) + slack */
   const float *w, *bias; /* of the group: (Mg, K), (Mg) */
   const int32_t *koff;   /* (K) relative to the group's first channel plane */
   float *y;              /* (Mg, OS) of the group */
   float *tmp;            /* per worker: (Mg, tmpld) */
   int64_t Mg, K, PH2, PW2, rows, mblocks, tmpld, xoff;
+  int64_t nph, npw;      /* stride phases used (only those are repacked) */
+  int8_t ph[4], pw[4];   /* used phase index -> phase (a or b) */
   fbx_cpu_epi *epi;
   int64_t ybase;
 } fbx__dcv_job;
@@ -307,9 +336,10 @@ static void fbx__dcv_repack_task(void *arg, int64_t c0, int64_t c1, int worker) 
   const int64_t s = g->s[2], sh = g->s[1], IH = g->in[1], IW = g->in[2], PH2 = j->PH2, PW2 = j->PW2;
   const int64_t pt = g->pb[1], pl = g->pb[2];
   for (int64_t c = c0; c < c1; c++)
-    for (int64_t a = 0; a < sh; a++)
-      for (int64_t b = 0; b < s; b++) {
-        float *pl_ = j->xr + ((c * sh + a) * s + b) * PH2 * PW2;
+    for (int64_t ia = 0; ia < j->nph; ia++)
+      for (int64_t ib = 0; ib < j->npw; ib++) {
+        const int64_t a = j->ph[ia], b = j->pw[ib];
+        float *pl_ = j->xr + ((c * j->nph + ia) * j->npw + ib) * PH2 * PW2;
         /* valid j: 0 <= s*j + b - pl < IW */
         int64_t off = b - pl;
         int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
@@ -383,22 +413,35 @@ static fbx_status *fbx__dcv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
   const int64_t KH = g->k[1], KW = g->k[2], OH = g->out[1], OW = g->out[2], OS = OH * OW;
   const int64_t Cg = g->C / g->G, Mg = g->M / g->G, K = Cg * KH * KW;
   const int64_t PH2 = OH + ((KH - 1) * dh) / sh, PW2 = OW + ((KW - 1) * dw) / sw;
-  const int64_t plane = PH2 * PW2, xr_n = g->C * sh * sw * plane + 64;
+  /* stride phases used by some tap, and their compact index */
+  int8_t ph[4], pw[4], iph[4] = {-1, -1, -1, -1}, ipw[4] = {-1, -1, -1, -1};
+  int64_t nph = 0, npw = 0;
+  for (int64_t a = 0; a < sh; a++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      if ((kh * dh) % sh == a) { iph[a] = (int8_t)nph; ph[nph++] = (int8_t)a; break; }
+  for (int64_t bb = 0; bb < sw; bb++)
+    for (int64_t kw = 0; kw < KW; kw++)
+      if ((kw * dw) % sw == bb) { ipw[bb] = (int8_t)npw; pw[npw++] = (int8_t)bb; break; }
+  const int64_t plane = PH2 * PW2, xr_n = g->C * nph * npw * plane + 64;
   if (xr_n > INT32_MAX) return FBX_ERR_NOTIMPL("CONV: direct path too large");
   int64_t nt = c->threads > 1 ? c->threads : 1;
   double flops = 2.0 * (double)Mg * (double)OS * (double)K;
-  /* row tiles: ~4 per thread, the per-worker (Mg, rows*PW2) result <= 128 KiB */
-  int64_t rows = (OH + 4 * nt - 1) / (4 * nt);
+  /* row tiles: ~4 per thread, at least ~48 columns each (the last 16-column
+   * block is partial), the per-worker (Mg, rows*PW2) result <= 128 KiB;
+   * too few tiles (small maps) -> split the output channels too */
+  int64_t rows = (OH + 4 * nt - 1) / (4 * nt), rmin = (48 + PW2 - 1) / PW2;
+  if (rows < rmin) rows = rmin;
   int64_t rmax = (32 * 1024) / (Mg * PW2);
   if (rmax < 1) rmax = 1;
   if (rows > rmax) rows = rmax;
-  if (rows < 1) rows = 1;
+  if (rows > OH) rows = OH;
   int64_t ntiles = (OH + rows - 1) / rows, mblocks = 1;
   if (flops < 4e5 || nt == 1) {
     rows = OH < rmax ? OH : rmax;
     ntiles = (OH + rows - 1) / rows;
   } else if (ntiles < 2 * nt && Mg >= 12 * nt) {
-    mblocks = nt;
+    mblocks = (2 * nt + ntiles - 1) / ntiles;
+    if (mblocks > Mg / 6) mblocks = Mg / 6;
   }
   int64_t tmpld = (rows * PW2 + 15) / 16 * 16;
   size_t koff_n = (size_t)(K + 15) / 16 * 16;
@@ -414,17 +457,19 @@ static fbx_status *fbx__dcv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
   for (int64_t cc = 0; cc < Cg; cc++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++) {
-        int64_t a = (kh * dh) % sh, bb = (kw * dw) % sw;
+        int64_t a = iph[(kh * dh) % sh], bb = ipw[(kw * dw) % sw];
         koff[(cc * KH + kh) * KW + kw] =
-            (int32_t)(((cc * sh + a) * sw + bb) * plane + ((kh * dh) / sh) * PW2 + (kw * dw) / sw);
+            (int32_t)(((cc * nph + a) * npw + bb) * plane + ((kh * dh) / sh) * PW2 + (kw * dw) / sw);
       }
   info->variant = "conv_direct_gemm";
   info->reason = "2D: input repacked into zero-padded stride-phase planes, 6x16 AVX2 GEMM on per-tap offsets";
   for (int64_t n = 0; n < g->N; n++) {
     fbx__dcv_job j = {.g = g, .x = x + n * g->C * g->in[1] * g->in[2], .xr = xr, .koff = koff, .tmp = tmp,
                       .Mg = Mg, .K = K, .PH2 = PH2, .PW2 = PW2, .rows = rows, .mblocks = mblocks,
-                      .tmpld = tmpld, .epi = &epi};
-    if (g->C * plane * sh * sw > 32768 && nt > 1)
+                      .tmpld = tmpld, .epi = &epi, .nph = nph, .npw = npw};
+    memcpy(j.ph, ph, sizeof ph);
+    memcpy(j.pw, pw, sizeof pw);
+    if (g->C * plane * nph * npw > 32768 && nt > 1)
       fbx_cpu_par(c, g->C, 1, fbx__dcv_repack_task, &j);
     else
       fbx__dcv_repack_task(&j, 0, g->C, 0);
@@ -433,7 +478,7 @@ static fbx_status *fbx__dcv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
       j.bias = b ? b + gi * Mg : NULL;
       j.y = y + (n * g->M + gi * Mg) * OS;
       j.ybase = (n * g->M + gi * Mg) * OS;
-      j.xoff = gi * Cg * sh * sw * plane;
+      j.xoff = gi * Cg * nph * npw * plane;
       if (ntiles * mblocks > 1)
         fbx_cpu_par(c, ntiles * mblocks, 1, fbx__dcv_task, &j);
       else
@@ -472,11 +517,11 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
     info->variant = "conv_depthwise_direct";
     info->reason = "group == C == M";
     bool fast2d = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.d[1] == 1 && g.d[2] == 1 &&
-                  g.s[1] == g.s[2] && (g.s[2] == 1 || g.s[2] == 2) && g.pb[1] >= 0 && g.pb[2] >= 0;
+                  (g.s[1] == 1 || g.s[1] == 2) && (g.s[2] == 1 || g.s[2] == 2) && g.pb[1] >= 0 && g.pb[2] >= 0;
     if (fast2d) {
       /* padded plane: every tap of every (vector) output lies inside it */
       int64_t PH = g.in[1] + g.pb[1], PW = g.in[2] + g.pb[2];
-      int64_t needh = (g.out[1] - 1) * g.s[1] + g.k[1], needw = (g.out[2] - 1) * g.s[2] + g.k[2] + 16;
+      int64_t needh = (g.out[1] + 1) * g.s[1] + g.k[1], needw = (g.out[2] + 15) / 16 * 16 * g.s[2] + g.k[2] + 16;
       if (PH < needh) PH = needh;
       if (PW < needw) PW = needw;
       FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(PH * PW) * sizeof(float) * (size_t)c->threads,
@@ -574,6 +619,98 @@ static void fbx__c2i_task(void *arg, int64_t m0, int64_t m1, int worker) {
   }
 }
 
+/* CONV_TRANSPOSE with kernel == stride, no padding / dilation / groups (the
+ * FPN upsampling): every output pixel gets exactly one tap, so per kernel
+ * offset (a, b) it is one GEMM Y_ab (M, IS) = W_ab (M, C) @ X (C, IS), with
+ * W_ab[m][c] = W[c][m][a][b] packed per call, scattered to rows i*sh + a,
+ * columns j*sw + b. Parallel over tiles of input rows. */
+typedef struct fbx__ctk_job {
+  const fbx__cv_geom *g;
+  const float *x;        /* (C, IS) of image n */
+  const float *wab;      /* (KV, M, C) */
+  const float *bias;     /* (M) or NULL */
+  float *y;              /* (M, OS) of image n */
+  float *work;           /* per worker: packed B (C, tpad) then tmp (KV, M, tpad) */
+  int64_t rows, tpad, wstride;
+  fbx_cpu_epi *epi;
+  int64_t ybase;
+} fbx__ctk_job;
+
+static void fbx__ctk_task(void *arg, int64_t t0, int64_t t1, int worker) {
+  const fbx__ctk_job *j = arg;
+  const fbx__cv_geom *g = j->g;
+  const int64_t C = g->C, M = g->M, IH = g->in[1], IW = g->in[2], IS = IH * IW;
+  const int64_t KH = g->k[1], KW = g->k[2], KV = KH * KW, OW = g->out[2], OS = g->out[1] * OW;
+  float *pk = j->work + (size_t)worker * (size_t)j->wstride;
+  float *tmp = pk + C * j->tpad;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t i0 = t * j->rows, i1 = i0 + j->rows < IH ? i0 + j->rows : IH;
+    int64_t q0 = i0 * IW, width = (i1 - i0) * IW;
+    for (int64_t c = 0; c < C; c++) fbx_cpu_conv_pack_row(pk, C, c, j->x + c * IS + q0, width);
+    for (int64_t v = 0; v < KV; v++)
+      fbx_cpu_conv_gemm(j->wab + v * M * C, C, j->bias, pk, C, width, 0, M, tmp + v * M * j->tpad, j->tpad);
+    for (int64_t m = 0; m < M; m++) {
+      float *ym = j->y + m * OS;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t a = 0; a < KH; a++) {
+          float *yr = ym + (i * KH + a) * OW;
+          for (int64_t b = 0; b < KW; b++) {
+            const float *tr = tmp + ((a * KW + b) * M + m) * j->tpad + (i - i0) * IW;
+            for (int64_t jj = 0; jj < IW; jj++) yr[jj * KW + b] = tr[jj];
+          }
+        }
+      fbx_cpu_epi_apply(j->epi, j->ybase + m * OS + i0 * KH * OW, j->ybase + m * OS + i1 * KH * OW, worker);
+    }
+  }
+}
+
+static bool fbx__ctk_ok(const fbx__cv_geom *g) {
+  return g->G == 1 && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->k[1] == g->s[1] &&
+         g->k[2] == g->s[2] && g->d[1] == 1 && g->d[2] == 1 && g->pb[1] == 0 && g->pb[2] == 0 &&
+         g->out[1] == g->in[1] * g->s[1] && g->out[2] == g->in[2] * g->s[2];
+}
+
+static fbx_status *fbx__ctk_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
+  const float *x = in[0].data, *w = in[1].data;
+  const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  float *y = out[0].data;
+  const int64_t C = g->C, M = g->M, IH = g->in[1], IW = g->in[2], IS = IH * IW;
+  const int64_t KV = g->k[1] * g->k[2], OS = g->out[1] * g->out[2];
+  int64_t nt = c->threads > 1 ? c->threads : 1;
+  /* input-row tiles: ~4 per thread, per-worker work area <= ~512 KiB */
+  int64_t rows = (IH + 4 * nt - 1) / (4 * nt);
+  int64_t rmax = (128 * 1024) / ((C + KV * M) * IW);
+  if (rmax < 1) rmax = 1;
+  if (rows > rmax) rows = rmax;
+  if (rows < 1) rows = 1;
+  int64_t ntiles = (IH + rows - 1) / rows;
+  int64_t tpad = (rows * IW + 15) / 16 * 16;
+  int64_t wstride = (C + KV * M) * tpad;
+  int64_t wab_n = (KV * M * C + 15) / 16 * 16; /* keeps the work areas 64-byte aligned */
+  size_t bytes = ((size_t)wab_n + (size_t)wstride * (size_t)c->threads) * sizeof(float);
+  void *mem = NULL;
+  fbx_cpu_epi epi;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
+  if (!mem) return FBX_ERR_OOM();
+  float *wab = mem, *work = wab + wab_n;
+  for (int64_t cc = 0; cc < C; cc++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t v = 0; v < KV; v++) wab[(v * M + m) * C + cc] = w[(cc * M + m) * KV + v];
+  info->variant = "convtranspose_kernel_eq_stride_gemm";
+  info->reason = "kernel == stride, no pad: one GEMM per kernel offset, scattered (no col2im overlap)";
+  for (int64_t n = 0; n < g->N; n++) {
+    fbx__ctk_job j = {.g = g, .x = x + n * C * IS, .wab = wab, .bias = b, .y = y + n * M * OS, .work = work,
+                      .rows = rows, .tpad = tpad, .wstride = wstride, .epi = &epi, .ybase = n * M * OS};
+    double flops = 2.0 * (double)M * (double)KV * (double)IS * (double)C;
+    if (ntiles > 1 && nt > 1 && flops > 4e5)
+      fbx_cpu_par(c, ntiles, 1, fbx__ctk_task, &j);
+    else
+      fbx__ctk_task(&j, 0, ntiles, 0);
+  }
+  return fbx_cpu_epi_end(&epi);
+}
+
 fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
   if (n_in < 2) return FBX_ERR_ARG("CONV_TRANSPOSE: needs X and W");
   fbx__cv_geom g;
@@ -587,6 +724,7 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
   if (in[1].dims[0] != g.C || in[1].dims[1] != Mg) return FBX_ERR_ARG("CONV_TRANSPOSE: W shape");
   info->variant = "convtranspose_sgemm_col2im";
   info->flops = 2.0 * (double)g.N * (double)g.C * (double)IS * (double)Mg * (double)KV;
+  if (g.N * g.M * OS > 0 && fbx__ctk_ok(&g)) return fbx__ctk_run(c, node, in, n_in, out, &g, info);
   fbx_cpu_epi epi;
   void *mem = NULL;
   if (g.N * g.M * OS == 0) return NULL;

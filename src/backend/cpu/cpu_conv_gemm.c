@@ -70,6 +70,35 @@ static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, co
   }
 }
 
+/* The same for a last block of <= 8 columns (half the work). */
+static inline __attribute__((always_inline)) void fbx__cg_block8(const int MR, const float *w, int64_t ldw,
+                                                                 const float *bias, const float *bp, int64_t K,
+                                                                 float *y, int64_t ldy, int64_t width,
+                                                                 const int32_t *koff) {
+  __m256 c0[6];
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; k++) {
+    __m256 b0 = koff ? _mm256_loadu_ps(bp + koff[k]) : _mm256_load_ps(bp + k * P);
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++)
+      c0[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + r * ldw + k), b0, c0[r]);
+  }
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+    float t[8];
+    _mm256_storeu_ps(t, c0[r]);
+    memcpy(y + r * ldy, t, (size_t)width * sizeof(float));
+  }
+}
+
+static inline __attribute__((always_inline)) void fbx__cg_any(const int MR, const float *w, int64_t ldw,
+                                                              const float *bias, const float *bp, int64_t K,
+                                                              float *y, int64_t ldy, int64_t width,
+                                                              const int32_t *koff) {
+  if (width <= 8)
+    fbx__cg_block8(MR, w, ldw, bias, bp, K, y, ldy, width, koff);
+  else
+    fbx__cg_block(MR, w, ldw, bias, bp, K, y, ldy, width, koff);
+}
+
 static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, int64_t ldw, const float *bias,
                                                               const float *b, const int32_t *koff, int64_t K,
                                                               int64_t width, int64_t m0, int64_t m1, float *y,
@@ -79,7 +108,7 @@ static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, in
   int64_t m = m0;
   for (; m + 6 <= m1; m += 6)
     for (int64_t q = 0; q < np; q++)
-      fbx__cg_block(6, w + m * ldw, ldw, bias ? bias + m : NULL, b + q * qs, K, y + m * ldy + q * P, ldy,
+      fbx__cg_any(6, w + m * ldw, ldw, bias ? bias + m : NULL, b + q * qs, K, y + m * ldy + q * P, ldy,
                     width - q * P, koff);
   if (m >= m1) return;
   const float *wm = w + m * ldw, *bm = bias ? bias + m : NULL;
@@ -89,11 +118,11 @@ static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, in
     float *yq = ym + q * P;
     int64_t wd = width - q * P;
     switch (m1 - m) {
-      case 5: fbx__cg_block(5, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 4: fbx__cg_block(4, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 3: fbx__cg_block(3, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 2: fbx__cg_block(2, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 1: fbx__cg_block(1, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 5: fbx__cg_any(5, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 4: fbx__cg_any(4, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 3: fbx__cg_any(3, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 2: fbx__cg_any(2, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 1: fbx__cg_any(1, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
       default: break;
     }
   }

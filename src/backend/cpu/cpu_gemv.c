@@ -118,21 +118,21 @@ static inline __attribute__((always_inline)) void fbx__gemm_pk_block(const int M
                                                                      int64_t ldy, int64_t w, float alpha,
                                                                      const float *pf0, const float *pf1) {
   __m256 c0[6], c1[6];
-  for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_ps();
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; k++, bp += P) {
     /* one 64-byte line (one k row of a panel) per k: pf0 streams ahead of
      * this panel into L1, pf1 pulls the next panel into L2 meanwhile */
     if (pf0) _mm_prefetch((const char *)(pf0 + k * P), _MM_HINT_T0);
     if (pf1) _mm_prefetch((const char *)(pf1 + k * P), _MM_HINT_T1);
     __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
-    for (int r = 0; r < MR; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
       __m256 av = _mm256_broadcast_ss(a + r * lda + k);
       c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
     }
   }
   const __m256 al = _mm256_set1_ps(alpha);
-  for (int r = 0; r < MR; r++) {
+  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
     float *yr = y + r * ldy;
     if (w == P) {
       _mm256_storeu_ps(yr, _mm256_mul_ps(al, c0[r]));
