@@ -1,5 +1,5 @@
 // bench_models — Fusebox vs ORT's CPU EP on the project's benchmark models, one process,
-// interleaved (A B A B ...), same intra-op thread count for both:
+// interleaved in blocks (see `fusebox bench`), same intra-op thread count for both:
 //   - decode: models/gen/decoder_100m.onnx, prefill + greedy decode, tok/s of each (whole loops
 //     in alternating rounds, as `fusebox generate` times them)
 //   - latency: models/gen/cnn_small.onnx, cnn_resnet18ish.onnx and the PP-OCR det/rec/cls
@@ -44,6 +44,17 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+// One run; its time in ms goes to *ms when ms is non-NULL. Returns an error string or NULL.
+static char *run_once(fbx_host_session *s, fbx_host_tensor *in, double *ms) {
+  fbx_host_tensor *outs = NULL;
+  size_t n_out = 0;
+  double t0 = fbx_host_now();
+  char *err = fbx_host_session_run(s, in, 1, &outs, &n_out);
+  if (ms) *ms = (fbx_host_now() - t0) * 1e3;
+  fbx_host_tensors_free(outs, n_out);
+  return err;
+}
+
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_d);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -67,17 +78,18 @@ static int bench_latency(fbx_host *h, const bench_cfg *cfg, const char *rel, con
   err = fbx_host_tensor_alloc(&in, io->name, io->dtype, rank ? rank : io->rank, rank ? shape : io->dims);
   if (err) goto out;
   fbx_host_tensor_fill_normal(&in, 42);
-  for (int it = -2; it < cfg->iters && !err; it++) {  // 2 warm-up rounds
-    for (int k = 0; k < 2 && !err; k++) {
-      int which = (it & 1) ? 1 - k : k;  // alternate the order
-      fbx_host_tensor *outs = NULL;
-      size_t n_out = 0;
-      fbx_host_settle(10);  // the other EP's spinning workers go idle first
-      double t0 = fbx_host_now();
-      err = fbx_host_session_run(s[which], &in, 1, &outs, &n_out);
-      double ms = (fbx_host_now() - t0) * 1e3;
-      fbx_host_tensors_free(outs, n_out);
-      if (it >= 0) t[which][it] = ms;
+  // Interleaved in blocks, as `fusebox bench` does: after each switch one untimed run (the
+  // other EP's workers may still be spinning on our cores), then BLOCK timed runs back to back;
+  // the EPs take turns, order alternating; 2 untimed runs each first.
+  enum { BLOCK = 5 };
+  for (int k = 0; k < 2 && !err; k++)
+    for (int w = 0; w < 2 && !err; w++) err = run_once(s[k], &in, NULL);
+  int n[2] = {0, 0};
+  for (int r = 0; (n[0] < cfg->iters || n[1] < cfg->iters) && !err; r++) {
+    for (int j = 0; j < 2 && !err; j++) {
+      int which = (r & 1) ? 1 - j : j;
+      err = run_once(s[which], &in, NULL);
+      for (int b = 0; b < BLOCK && n[which] < cfg->iters && !err; b++) err = run_once(s[which], &in, &t[which][n[which]++]);
     }
   }
   if (err) goto out;
@@ -195,17 +207,19 @@ int main(int argc, char **argv) {
     fbx_host_err_free(err);
     return 1;
   }
-  printf("ORT %s (%s), EP %s, threads %d, interleaved\n\n", fbx_host_ort_version(h), fbx_host_ort_path(h),
+  printf("ORT %s (%s), EP %s, threads %d, interleaved in blocks\n\n", fbx_host_ort_version(h), fbx_host_ort_path(h),
          fbx_host_ep_path(h), cfg.threads);
   printf("| model                              | workload     | Fusebox   | ORT CPU   | ORT/Fusebox |\n");
   printf("|------------------------------------|--------------|-----------|-----------|-------|\n");
   int rc = 0;
   if (!cfg.only || strcmp(cfg.only, "decode") == 0) rc |= bench_decode(h, &cfg);
   if (!cfg.only || strcmp(cfg.only, "latency") == 0) {
-    static const int64_t det[4] = {1, 3, 224, 224}, rec[4] = {1, 3, 48, 320}, cls[4] = {1, 3, 48, 192};
+    static const int64_t det[4] = {1, 3, 224, 224}, det640[4] = {1, 3, 640, 640}, rec[4] = {1, 3, 48, 320},
+                         cls[4] = {1, 3, 48, 192};
     rc |= bench_latency(h, &cfg, "models/gen/cnn_small.onnx", "ms/run", NULL, 0);
     rc |= bench_latency(h, &cfg, "models/gen/cnn_resnet18ish.onnx", "ms/run", NULL, 0);
     rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_det_infer.onnx", "1x3x224x224", det, 4);
+    rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_det_infer.onnx", "1x3x640x640", det640, 4);
     rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_rec_infer.onnx", "1x3x48x320", rec, 4);
     rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx", "1x3x48x192", cls, 4);
   }

@@ -7,27 +7,28 @@
 #include "cmds.h"
 
 static const char kUsage[] =
-    "usage: fusebox bench MODEL [--iters N] [--warmup N] [--gap-ms N]\n"
-    "  Creates a Fusebox session and an ORT CPU session with the same thread count, runs them\n"
-    "  interleaved (A B A B ...) on the same inputs and prints median / min ms of each and the\n"
-    "  ratio ORT/Fusebox (> 1: Fusebox is faster).\n"
+    "usage: fusebox bench MODEL [--iters N] [--warmup N] [--block N]\n"
+    "  Creates a Fusebox session and an ORT CPU session with the same thread count and runs them\n"
+    "  interleaved in blocks on the same inputs: each block is one untimed run (after a switch the\n"
+    "  other EP's workers may still be spinning on our cores) then N timed runs back to back, the\n"
+    "  EPs taking turns, order alternating. Prints median / min ms of each and the ratio\n"
+    "  ORT/Fusebox (> 1: Fusebox is faster).\n"
     "  --iters N   timed runs per EP (default 20)\n"
     "  --warmup N  untimed runs per EP first (default 3)\n"
-    "  --gap-ms N  idle pause before each run (default 10), so the other EP's spinning\n"
-    "              worker threads do not take this run's cores\n";
+    "  --block N   timed runs per block (default 5)\n";
 
 typedef struct {
-  long long iters, warmup, gap_ms;
+  long long iters, warmup, block;
 } bench_opts;
 
 static int bench_opt(void *ctx, const char *opt, const char *val) {
   bench_opts *o = ctx;
   long long *dst = strcmp(opt, "--iters") == 0    ? &o->iters
                    : strcmp(opt, "--warmup") == 0 ? &o->warmup
-                   : strcmp(opt, "--gap-ms") == 0 ? &o->gap_ms
+                   : strcmp(opt, "--block") == 0  ? &o->block
                                                   : NULL;
   if (!dst) return 0;
-  if (fbx_cli_parse_int(val, dst == &o->iters ? 1 : 0, 100000000, dst) != 0) {
+  if (fbx_cli_parse_int(val, dst == &o->warmup ? 0 : 1, 100000000, dst) != 0) {
     fprintf(stderr, "fusebox bench: %s needs a non-negative integer\n", opt);
     return -1;
   }
@@ -36,8 +37,7 @@ static int bench_opt(void *ctx, const char *opt, const char *val) {
 
 // One timed run in ms, or < 0 on error (printed).
 static double bench_once(fbx_cli *c, fbx_host_session *s, const char *what, fbx_host_tensor *ins,
-                         size_t n_in, int gap_ms) {
-  fbx_host_settle(gap_ms);
+                         size_t n_in) {
   fbx_host_tensor *outs = NULL;
   size_t n_out = 0;
   double t0 = fbx_host_now();
@@ -54,7 +54,7 @@ static double bench_once(fbx_cli *c, fbx_host_session *s, const char *what, fbx_
 
 int fbx_cmd_bench(int argc, char **argv) {
   fbx_cli c;
-  bench_opts o = {20, 3, 10};
+  bench_opts o = {20, 3, 5};
   int rc = fbx_cli_parse(&c, "fusebox bench", argc, argv, kUsage, bench_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
   if (fbx_cli_open(&c)) return 1;
@@ -67,19 +67,27 @@ int fbx_cmd_bench(int argc, char **argv) {
   if (!(sc = fbx_cli_session(&c, 0, 0)) || !(sf = fbx_cli_session(&c, 1, 0))) goto out;
   if (fbx_cli_inputs(&c, sf, &ins, &n_in)) goto out;
   for (long long i = 0; i < o.warmup; i++)
-    if (bench_once(&c, sf, "Fusebox", ins, n_in, 0) < 0 || bench_once(&c, sc, "ORT CPU", ins, n_in, 0) < 0) goto out;
-  for (long long i = 0; i < o.iters; i++) {
-    // alternate which EP goes first so neither always runs on a warm cache
-    int f_first = (i & 1) == 0;
-    double a = bench_once(&c, f_first ? sf : sc, f_first ? "Fusebox" : "ORT CPU", ins, n_in, (int)o.gap_ms);
-    double b = a < 0 ? -1 : bench_once(&c, f_first ? sc : sf, f_first ? "ORT CPU" : "Fusebox", ins, n_in, (int)o.gap_ms);
-    if (a < 0 || b < 0) goto out;
-    tf[i] = f_first ? a : b;
-    tc[i] = f_first ? b : a;
+    if (bench_once(&c, sf, "Fusebox", ins, n_in) < 0 || bench_once(&c, sc, "ORT CPU", ins, n_in) < 0) goto out;
+  // blocks: one untimed run after each switch, then up to `block` timed runs; EPs take turns
+  long long nf = 0, nc = 0;
+  for (long long r = 0; nf < o.iters || nc < o.iters; r++) {
+    for (int j = 0; j < 2; j++) {
+      int fusebox = ((r & 1) == 0) == (j == 0); // alternate which EP goes first
+      fbx_host_session *s = fusebox ? sf : sc;
+      const char *what = fusebox ? "Fusebox" : "ORT CPU";
+      double *t = fusebox ? tf : tc;
+      long long *n = fusebox ? &nf : &nc;
+      if (bench_once(&c, s, what, ins, n_in) < 0) goto out;
+      for (long long k = 0; k < o.block && *n < o.iters; k++) {
+        double ms = bench_once(&c, s, what, ins, n_in);
+        if (ms < 0) goto out;
+        t[(*n)++] = ms;
+      }
+    }
   }
   double mf = fbx_cli_median(tf, (size_t)o.iters), mc = fbx_cli_median(tc, (size_t)o.iters);
-  printf("model %s (ORT %s, threads %d, %lld iters after %lld warmup, interleaved)\n", c.model,
-         fbx_host_ort_version(c.host), c.threads, o.iters, o.warmup);
+  printf("model %s (ORT %s, threads %d, %lld iters after %lld warmup, interleaved in blocks of %lld)\n",
+         c.model, fbx_host_ort_version(c.host), c.threads, o.iters, o.warmup, o.block);
   printf("  Fusebox  median %9.3f ms  min %9.3f ms\n", mf, fbx_cli_min(tf, (size_t)o.iters));
   printf("  ORT CPU  median %9.3f ms  min %9.3f ms\n", mc, fbx_cli_min(tc, (size_t)o.iters));
   printf("  ratio ORT/Fusebox (median) %.2fx\n", mf > 0 ? mc / mf : 0.0);
