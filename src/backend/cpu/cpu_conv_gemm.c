@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 
 #define P 16
@@ -130,11 +131,19 @@ static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, in
 
 void fbx_cpu_conv_gemm(const float *w, int64_t ldw, const float *bias, const float *bpk, int64_t K,
                        int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy) {
+  if (fbx_cpu_avx512_enabled()) {
+    fbx_cpu_conv_gemm_avx512(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy);
+    return;
+  }
   fbx__cg_run(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy);
 }
 
 void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const float *xb, const int32_t *koff,
                            int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy) {
+  if (fbx_cpu_avx512_enabled()) {
+    fbx_cpu_conv_gemm_avx512(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy);
+    return;
+  }
   fbx__cg_run(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy);
 }
 

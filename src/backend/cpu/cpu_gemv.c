@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 
 #define P FBX_CPU_GEMV_PANEL
@@ -171,12 +172,24 @@ static void fbx__gemm_pk_task(void *arg, int64_t p0, int64_t p1, int worker) {
   }
 }
 
+/* AVX-512 path: items are pairs of panels (the 12x32 tile spans two). */
+static void fbx__gemm_pk_task512(void *arg, int64_t t0, int64_t t1, int worker) {
+  const fbx__gemm_pk_job *j = arg;
+  int64_t np = (j->N + P - 1) / P, p1 = 2 * t1 < np ? 2 * t1 : np;
+  fbx_cpu_gemm_packed_avx512(j->a, j->lda, j->b, j->y, j->ldy, j->M, j->K, j->N, j->alpha, 2 * t0, p1);
+}
+
 void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const float *packed, float *y,
                          int64_t ldy, int64_t M, int64_t K, int64_t N, float alpha) {
   fbx__gemm_pk_job j = {.a = a, .b = packed, .y = y, .M = M, .K = K, .N = N, .lda = lda, .ldy = ldy,
                         .alpha = alpha};
   int64_t np = (N + P - 1) / P;
   int64_t g = fbx__gemv_grain(K, P) / (M > 0 ? M : 1);
+  if (fbx_cpu_avx512_enabled()) {
+    int64_t g2 = g / 2;
+    fbx_cpu_par(c, (np + 1) / 2, g2 < 1 ? 1 : g2, fbx__gemm_pk_task512, &j);
+    return;
+  }
   fbx_cpu_par(c, np, g < 1 ? 1 : g, fbx__gemm_pk_task, &j);
 }
 

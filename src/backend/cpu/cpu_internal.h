@@ -103,7 +103,8 @@ fbx_status *fbx_cpu_gemv_pack(const float *b, int64_t K, int64_t N, bool trans_b
 void fbx_cpu_gemv_packed(fbx_cpu_ctx *c, const float *x, const float *packed, float *y, int64_t K,
                          int64_t N, float alpha);
 /* Y(M,N) (row stride ldy) = alpha * A(M,K) (row stride lda) @ B, B packed as
- * above: register-blocked 6x16 AVX2 kernel for small M (prefill). */
+ * above: register-blocked kernel for small M (prefill): 12x32 AVX-512 where the CPU has it
+ * (cpu_gemm_avx512.c), else 6x16 AVX2. */
 void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const float *packed, float *y,
                          int64_t ldy, int64_t M, int64_t K, int64_t N, float alpha);
 /* y(N) = alpha * x(K) @ B with B row-major (K,N) (trans_b = 0) or (N,K) (trans_b = 1). */

@@ -6,6 +6,7 @@
  *   F64            : plain loops. */
 #include <string.h>
 
+#include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 
 typedef struct fbx__mm_state {
@@ -139,7 +140,9 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
       }
     } else if (packed && !ta && M <= 96) {
       info->variant = "gemm_f32_packed_small_m";
-      info->reason = "small M (prefill): 6x16 AVX2 kernel on the packed constant B (no per-call packing)";
+      info->reason = fbx_cpu_avx512_enabled()
+                         ? "small M (prefill): 12x32 AVX-512 kernel on the packed constant B (no per-call packing)"
+                         : "small M (prefill): 6x16 AVX2 kernel on the packed constant B (no per-call packing)";
       fbx_cpu_gemm_packed(c, ab, K, st->packed, yb, N, M, K, N, alpha);
     } else {
       info->variant = "sgemm_openblas";
