@@ -30,45 +30,25 @@ static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, 
   return NULL;
 }
 
-/* "1x16x64" into buf; hand-formatted because it runs per traced op. Returns chars written. */
-static size_t fbx__ir_shape_str(const fbx_tensor *t, char *buf, size_t cap) {
-  if (t->rank <= 0) {
-    const char *s = t->rank == 0 ? "scalar" : "none";
-    size_t n = strlen(s) < cap ? strlen(s) : cap - 1;
-    memcpy(buf, s, n);
-    buf[n] = 0;
-    return n;
+/* Shapes of n tensors as a FBX_TARG_SHAPES list (n, then rank + dims each);
+ * the trace formats it at flush, off the hot path. Returns values written. */
+static int fbx__ir_shapes_put(const fbx_tensor *t, int n, int64_t *v) {
+  int k = 0;
+  v[k++] = n;
+  for (int i = 0; i < n; i++) {
+    int r = t[i].rank > FBX_MAX_RANK ? FBX_MAX_RANK : t[i].rank;
+    v[k++] = r;
+    for (int d = 0; d < r; d++) v[k++] = t[i].dims[d];
   }
-  size_t k = 0;
-  for (int i = 0; i < t->rank; i++) {
-    char digits[24];
-    int nd = 0;
-    uint64_t v = t->dims[i] < 0 ? 0 : (uint64_t)t->dims[i];
-    do digits[nd++] = (char)('0' + v % 10), v /= 10; while (v);
-    if (k + (size_t)nd + 2 >= cap) break;
-    if (i) buf[k++] = 'x';
-    while (nd) buf[k++] = digits[--nd];
-  }
-  buf[k] = 0;
   return k;
-}
-
-static void fbx__ir_shapes_str(const fbx_tensor *t, int n, char *buf, size_t cap) {
-  size_t k = 0;
-  buf[0] = 0;
-  for (int i = 0; i < n && k + 2 < cap; i++) {
-    if (i) buf[k++] = ',', buf[k] = 0;
-    k += fbx__ir_shape_str(&t[i], buf + k, cap - k);
-  }
 }
 
 static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in,
                                const fbx_tensor *out, int n_out, const fbx_kernel_info *info, uint64_t t0,
                                uint64_t t1) {
   const fbx_ir_node *n = &p->g->nodes[nid];
-  char ins[256], outs[256];
-  fbx__ir_shapes_str(in, n_in, ins, sizeof ins);
-  fbx__ir_shapes_str(out, n_out, outs, sizeof outs);
+  int64_t ins[1 + FBX_IR_MAX_INPUTS * (1 + FBX_MAX_RANK)], outs[1 + FBX_IR_MAX_OUTPUTS * (1 + FBX_MAX_RANK)];
+  int n_ins = fbx__ir_shapes_put(in, n_in, ins), n_outs = fbx__ir_shapes_put(out, n_out, outs);
   int64_t elems = 1;
   for (int i = 0; i < out[0].rank; i++) elems *= out[0].dims[i];
   size_t bytes = 0;
@@ -86,8 +66,8 @@ static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor 
       FBX_TARG_I("node_id", nid),
       FBX_TARG_S("node", n->name ? n->name : ""),
       FBX_TARG_S("device", p->be->vt->name ? p->be->vt->name : "cpu"),
-      FBX_TARG_S("input_shapes", ins),
-      FBX_TARG_S("output_shapes", outs),
+      FBX_TARG_SHAPES_V("input_shapes", ins, n_ins),
+      FBX_TARG_SHAPES_V("output_shapes", outs, n_outs),
       FBX_TARG_S("dtype", fbx_dtype_name(out[0].dtype)),
       FBX_TARG_I("elements", elems),
       FBX_TARG_I("bytes", bytes),

@@ -29,7 +29,7 @@ enum {
 };
 
 /* ---- events ---- */
-typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR } fbx_trace_arg_type;
+typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR, FBX_TARG_SHAPES } fbx_trace_arg_type;
 typedef struct fbx_trace_arg {
   const char *key;
   fbx_trace_arg_type type;
@@ -40,6 +40,12 @@ typedef struct fbx_trace_arg {
 #define FBX_TARG_I(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_INT, .i = (int64_t)(v)})
 #define FBX_TARG_D(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_DBL, .d = (double)(v)})
 #define FBX_TARG_S(k, v) ((fbx_trace_arg){.key = (k), .type = FBX_TARG_STR, .s = (v)})
+/* (addition, helper "tracefast2") Tensor shapes as raw dims, formatted only when
+ * written, as the string "1x16x64,1x64" (rank 0: "scalar", rank < 0: "none").
+ * p: n int64_t values (copied by the callee): the tensor count, then per tensor
+ * its rank and its dims. Carried in .s (cast) and .i (= n). */
+#define FBX_TARG_SHAPES_V(k, p, n) \
+  ((fbx_trace_arg){.key = (k), .type = FBX_TARG_SHAPES, .i = (int64_t)(n), .s = (const char *)(const void *)(p)})
 
 /* ---- per-session statistics for the summary ---- */
 typedef struct fbx_trace_session fbx_trace_session;

@@ -32,11 +32,14 @@ void fbx__sbuf_dbl(fbx__sbuf *b, double v);            /* NaN/Inf -> null */
 void fbx__sbuf_ts(fbx__sbuf *b, uint64_t ns);          /* microseconds with 3 decimals */
 void fbx__sbuf_args(fbx__sbuf *b, const fbx_trace_arg *args, int n_args); /* a JSON object */
 void fbx__sbuf_free(fbx__sbuf *b);
+/* The text of a FBX_TARG_SHAPES value (trace.h), unquoted: "1x16x64,1x64". */
+void fbx__sbuf_shapes(fbx__sbuf *b, const int64_t *v, int64_t n);
 /* ---- binary event records (hot path -> per-thread buffers; JSON only at flush) ----
  * A record is an fbx__rec header followed by, in order: the name string, the
  * category string (not for RAW/META), then per argument: one type byte
  * (fbx_trace_arg_type), the key string, the value (8 bytes for INT/DBL, a
- * string for STR). Records are padded to 8 bytes. A string is either
+ * string for STR; for SHAPES a uint32 count n + n int64s). Records are padded
+ * to 8 bytes with zeros (the flush memoizes formatting by record bytes). A string is either
  * FBX__REC_STR_PTR + a uint32 (0 = NULL, else 1 + the offset of a literal in
  * this module's read-only segment, fbx__trace_ro_base: valid until the module
  * is unloaded, and the module flushes before that) or FBX__REC_STR_COPY +

@@ -61,6 +61,11 @@ void fbx__trace_profiler_record(const char *name, const char *cat, uint64_t t0_n
     fbx__sbuf_put(&b, k, strlen(k) + 1);
     char num[40];
     const char *v = num;
+    if (args[i].type == FBX_TARG_SHAPES) { /* text, NUL-terminated, in place */
+      fbx__sbuf_shapes(&b, (const int64_t *)(const void *)args[i].s, args[i].i);
+      fbx__sbuf_put(&b, "", 1);
+      continue;
+    }
     if (args[i].type == FBX_TARG_INT) snprintf(num, sizeof num, "%lld", (long long)args[i].i);
     else if (args[i].type == FBX_TARG_DBL) snprintf(num, sizeof num, "%.10g", args[i].d);
     else v = args[i].s ? args[i].s : "";

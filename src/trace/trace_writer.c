@@ -354,27 +354,107 @@ static unsigned char *tb_reserve(tbuf *tb, size_t size, bool *flush) {
 
 static inline bool str_is_lit(const char *s) { return !s || (uintptr_t)s - g_ro_lo < g_ro_len; }
 
-/* Encoded size of s; *len = strlen for copied strings. */
+enum { LEN_LIT = 0xffffffffu }; /* str_size's *len for a literal (or NULL) */
+
+/* Encoded size of s; *len = strlen for copied strings, LEN_LIT for literals. */
 static inline size_t str_size(const char *s, uint32_t *len) {
-  if (str_is_lit(s)) return 1 + 4;
+  if (str_is_lit(s)) {
+    *len = LEN_LIT;
+    return 1 + 4;
+  }
   size_t n = strlen(s);
   if (n > 0x7fffffff) n = 0x7fffffff;
   *len = (uint32_t)n;
   return 1 + 4 + n + 1;
 }
 
+/* s encoded as str_size decided (len from it). */
 static inline unsigned char *str_put(unsigned char *o, const char *s, uint32_t len) {
-  if (str_is_lit(s)) { /* offset + 1 into the read-only segment; 0 = NULL */
+  if (len == LEN_LIT) { /* offset + 1 into the read-only segment; 0 = NULL */
     uint32_t off = s ? (uint32_t)((uintptr_t)s - g_ro_lo + 1) : 0;
-    *o++ = FBX__REC_STR_PTR;
-    memcpy(o, &off, 4);
-    return o + 4;
+    *o = FBX__REC_STR_PTR;
+    memcpy(o + 1, &off, 4);
+    return o + 5;
   }
   *o++ = FBX__REC_STR_COPY;
   memcpy(o, &len, 4);
   memcpy(o + 4, s, len);
   o[4 + len] = 0;
   return o + 4 + len + 1;
+}
+
+/* Values of a FBX_TARG_SHAPES argument (0 without a pointer; at most 4096). */
+static inline uint32_t shapes_n(const fbx_trace_arg *a) {
+  if (!a->s || a->i <= 0) return 0;
+  return a->i > 4096 ? 4096 : (uint32_t)a->i;
+}
+
+/* One string encoded at q if it fits before lim; NULL if not. lo/len: the read-only segment. */
+static inline unsigned char *enc_str(unsigned char *q, const unsigned char *lim, const char *s, uintptr_t lo,
+                                     uintptr_t len) {
+  if (!s || (uintptr_t)s - lo < len) {
+    if (lim - q < 5) return NULL;
+    uint32_t off = s ? (uint32_t)((uintptr_t)s - lo + 1) : 0;
+    *q = FBX__REC_STR_PTR;
+    memcpy(q + 1, &off, 4);
+    return q + 5;
+  }
+  size_t n = strlen(s);
+  if (n > 0x7fffffff) n = 0x7fffffff;
+  if ((size_t)(lim - q) < n + 6) return NULL;
+  uint32_t n32 = (uint32_t)n;
+  *q = FBX__REC_STR_COPY;
+  memcpy(q + 1, &n32, 4);
+  memcpy(q + 5, s, n);
+  q[5 + n] = 0;
+  return q + 6 + n;
+}
+
+/* The common case in one pass: the record is encoded straight into the
+ * tail chunk's free space, each piece checked against its end. false (and
+ * nothing recorded) when it does not fit there: record() then sizes it
+ * first and takes a new chunk. */
+static bool record_fast(tbuf *tb, int kind, bool counted, const char *name, const char *cat, uint64_t t0,
+                        uint64_t t1, const fbx_trace_arg *args, int n_args) {
+  uintptr_t lo = g_ro_lo, len = g_ro_len;
+  bool ok = false;
+  tb_lock(tb);
+  chunk *c = tb->tail;
+  if (!c || c->cap - c->used < sizeof(fbx__rec) + 64) goto out;
+  unsigned char *o = c->data + c->used, *lim = c->data + c->cap - 8; /* - 8: room to pad */
+  unsigned char *q = o + sizeof(fbx__rec);
+  if (!(q = enc_str(q, lim, name, lo, len)) || !(q = enc_str(q, lim, cat, lo, len))) goto out;
+  for (int i = 0; i < n_args; i++) {
+    const fbx_trace_arg *a = &args[i];
+    int type = a->type;
+    if (type != FBX_TARG_INT && type != FBX_TARG_DBL && type != FBX_TARG_SHAPES) type = FBX_TARG_STR;
+    if (lim - q < 1) goto out;
+    *q++ = (unsigned char)type;
+    if (!(q = enc_str(q, lim, a->key, lo, len))) goto out;
+    if (type == FBX_TARG_INT || type == FBX_TARG_DBL) {
+      if (lim - q < 8) goto out;
+      if (type == FBX_TARG_INT) memcpy(q, &a->i, 8);
+      else memcpy(q, &a->d, 8);
+      q += 8;
+    } else if (type == FBX_TARG_SHAPES) {
+      uint32_t n = shapes_n(a);
+      if ((size_t)(lim - q) < 4 + 8 * (size_t)n) goto out;
+      memcpy(q, &n, 4);
+      if (n) memcpy(q + 4, a->s, 8 * (size_t)n);
+      q += 4 + 8 * (size_t)n;
+    } else if (!(q = enc_str(q, lim, a->s, lo, len))) {
+      goto out;
+    }
+  }
+  size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;
+  memset(q, 0, (size_t)(o + size - q)); /* zero padding (trace_internal.h) */
+  fbx__rec h = {(uint32_t)size, (uint8_t)kind, counted, (uint16_t)n_args, t0, t1};
+  memcpy(o, &h, sizeof h);
+  c->used += size;
+  ok = true;
+out:
+  tb_unlock(tb);
+  return ok;
 }
 
 static void record(int kind, bool counted, const char *name, const char *cat, uint64_t t0, uint64_t t1,
@@ -390,12 +470,16 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
   }
   if (n_args < 0 || !args) n_args = 0;
   if (n_args > MAX_ARGS) n_args = MAX_ARGS;
+  if (kind != FBX__REC_RAW && kind != FBX__REC_META && record_fast(tb, kind, counted, name, cat, t0, t1, args, n_args))
+    return;
   uint32_t lens[2 + 2 * MAX_ARGS];
   size_t size = sizeof(fbx__rec) + str_size(name, &lens[0]);
   if (kind != FBX__REC_RAW && kind != FBX__REC_META) size += str_size(cat, &lens[1]);
   for (int i = 0; i < n_args; i++) {
     size += 1 + str_size(args[i].key, &lens[2 + 2 * i]);
-    size += args[i].type == FBX_TARG_STR ? str_size(args[i].s, &lens[3 + 2 * i]) : 8;
+    if (args[i].type == FBX_TARG_INT || args[i].type == FBX_TARG_DBL) size += 8;
+    else if (args[i].type == FBX_TARG_SHAPES) size += 4 + 8 * (size_t)shapes_n(&args[i]);
+    else size += str_size(args[i].s, &lens[3 + 2 * i]);
   }
   size = (size + 7) & ~(size_t)7;
   bool flush = false;
@@ -412,7 +496,8 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
   q = str_put(q, name, lens[0]);
   if (kind != FBX__REC_RAW && kind != FBX__REC_META) q = str_put(q, cat, lens[1]);
   for (int i = 0; i < n_args; i++) {
-    int type = args[i].type == FBX_TARG_INT ? FBX_TARG_INT : args[i].type == FBX_TARG_DBL ? FBX_TARG_DBL : FBX_TARG_STR;
+    int type = args[i].type;
+    if (type != FBX_TARG_INT && type != FBX_TARG_DBL && type != FBX_TARG_SHAPES) type = FBX_TARG_STR;
     *q++ = (unsigned char)type;
     q = str_put(q, args[i].key, lens[2 + 2 * i]);
     if (type == FBX_TARG_INT) {
@@ -421,10 +506,16 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
     } else if (type == FBX_TARG_DBL) {
       memcpy(q, &args[i].d, 8);
       q += 8;
+    } else if (type == FBX_TARG_SHAPES) {
+      uint32_t n = shapes_n(&args[i]);
+      memcpy(q, &n, 4);
+      if (n) memcpy(q + 4, args[i].s, 8 * (size_t)n);
+      q += 4 + 8 * (size_t)n;
     } else {
       q = str_put(q, args[i].s, lens[3 + 2 * i]);
     }
   }
+  memset(q, 0, (size_t)(o + size - q)); /* padding: a record's bytes are a pure function of the event */
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
 }

@@ -320,6 +320,108 @@ static int child_counters(void) {
   return 0; /* no teardown: atexit writes the file */
 }
 
+/* ---- escaping of random strings (every byte class, runs longer and shorter
+ * than the writer's 16-byte blocks) and raw-dims shape arguments ---- */
+enum { RND_N = 400 };
+
+static uint32_t rnd_next(uint32_t *st) {
+  *st = *st * 1664525u + 1013904223u;
+  return *st >> 8;
+}
+
+/* String k of the deterministic set (NUL-terminated, no NUL inside). */
+static void rnd_string(int k, char *out, size_t cap) {
+  uint32_t st = 0x9e3779b9u ^ (uint32_t)k * 2654435761u;
+  size_t len = rnd_next(&st) % 90, n = 0;
+  while (n < len && n + 5 < cap) {
+    uint32_t c = rnd_next(&st) % 100;
+    if (c < 50) out[n++] = (char)(0x20 + rnd_next(&st) % 95);
+    else if (c < 58) out[n++] = (rnd_next(&st) & 1) ? '"' : '\\';
+    else if (c < 68) out[n++] = (char)(1 + rnd_next(&st) % 31);
+    else if (c < 76) { /* valid 2-byte */
+      out[n++] = (char)(0xC2 + rnd_next(&st) % 30);
+      out[n++] = (char)(0x80 + rnd_next(&st) % 64);
+    } else if (c < 82) { /* valid 3-byte (not E0/ED corner leads) */
+      out[n++] = (char)(0xE1 + rnd_next(&st) % 11);
+      out[n++] = (char)(0x80 + rnd_next(&st) % 64);
+      out[n++] = (char)(0x80 + rnd_next(&st) % 64);
+    } else if (c < 86) { /* 4-byte, U+1F600 */
+      memcpy(out + n, "\xf0\x9f\x98\x80", 4);
+      n += 4;
+    } else {
+      out[n++] = (char)(0x80 + rnd_next(&st) % 128); /* any high byte: often invalid */
+    }
+  }
+  out[n] = '\0';
+}
+
+/* Reference sanitizer, written from the Unicode definition independently of
+ * the writer: each maximal valid UTF-8 sequence is kept, every other byte
+ * becomes U+FFFD. */
+static void rnd_expect(const char *in, char *out) {
+  const unsigned char *p = (const unsigned char *)in;
+  size_t o = 0;
+  while (*p) {
+    unsigned c = p[0];
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    int ok = len > 0;
+    for (int i = 1; ok && i < len; i++) {
+      if ((p[i] & 0xC0) != 0x80) ok = 0;
+      else cp = cp << 6 | (p[i] & 0x3F);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (ok && (cp < min_cp[len] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) ok = 0;
+    if (ok) {
+      memcpy(out + o, p, (size_t)len);
+      o += (size_t)len;
+      p += len;
+    } else {
+      memcpy(out + o, "\xef\xbf\xbd", 3);
+      o += 3;
+      p++;
+    }
+  }
+  out[o] = '\0';
+}
+
+static int child_escape_random(void) {
+  fbx_trace_session *s = fbx_trace_session_create("rnd");
+  char str[128], key[140];
+  for (int k = 0; k < RND_N; k++) {
+    rnd_string(k, str, sizeof str);
+    snprintf(key, sizeof key, "k:%s", str);
+    fbx_trace_arg a[] = {FBX_TARG_I("i", k), FBX_TARG_S("s", str), FBX_TARG_I(key, k)};
+    fbx_trace_complete(k % 2 ? str : "rnd", "op", 10, 20, a, 3);
+  }
+  fbx_trace_session_destroy(s);
+  return 0;
+}
+
+static int shapes_visit_ok;
+static void shapes_visit(void *ctx, const fbx_trace_prof_event *ev) {
+  (void)ctx;
+  if (ev->n_args == 2 && !strcmp(ev->keys[0], "in") && !strcmp(ev->values[0], "1x16x64,scalar,none") &&
+      !strcmp(ev->keys[1], "out") && !strcmp(ev->values[1], "0x7,12345678901"))
+    shapes_visit_ok++;
+}
+
+static int child_shapes(void) {
+  fbx_trace_session *s = fbx_trace_session_create("shapes");
+  const int64_t in[] = {3, 3, 1, 16, 64, 0, -1};
+  const int64_t out[] = {2, 2, -5, 7, 1, 12345678901LL};
+  fbx_trace_arg a[] = {FBX_TARG_SHAPES_V("in", in, 7), FBX_TARG_SHAPES_V("out", out, 6),
+                       FBX_TARG_SHAPES_V("empty", NULL, 0), FBX_TARG_I("after", 5)};
+  fbx_trace_profiler_begin();
+  fbx_trace_complete("Shaped", "op", 10, 20, a, 4);
+  fbx_trace_complete("Shaped2", "op", 10, 20, a, 2);
+  fbx_trace_profiler_collect(0, NULL, shapes_visit, NULL);
+  fbx_trace_profiler_end();
+  CHECK(shapes_visit_ok == 1); /* Shaped2: both shapes formatted in the ORT profiler store */
+  fbx_trace_session_destroy(s);
+  return 0;
+}
+
 /* ============================== parent ================================= */
 
 static char *path_of(const char *name) {
@@ -507,6 +609,51 @@ static int t_escape(void) {
   CHECK(!strcmp(json_string_value(json_object_get(u, "op_type")), "We\"ird"));
   CHECK(!strcmp(json_string_value(json_object_get(u, "reason")), "reason \"quoted\""));
   CHECK(!strcmp(json_string_value(json_array_get(json_object_get(u, "nodes"), 0)), "node\\\n"));
+  json_decref(j);
+  return 0;
+}
+
+static int t_escape_random(void) {
+  char *trace = path_of("escrnd.json");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("escape_random", env, path_of("escrnd.err")) == 0);
+  json_t *j;
+  CHECK(load_ok(trace, &j));
+  static char seen[RND_N];
+  memset(seen, 0, sizeof seen);
+  size_t i;
+  json_t *e;
+  char str[128], want[128 * 3 + 8], key[140 * 3 + 8];
+  json_array_foreach(events(j), i, e) {
+    json_t *args = json_object_get(e, "args");
+    json_t *ji = json_object_get(args, "i");
+    if (!json_is_integer(ji) || !json_object_get(args, "s")) continue;
+    int k = (int)json_integer_value(ji);
+    CHECK(k >= 0 && k < RND_N && !seen[k]);
+    seen[k] = 1;
+    rnd_string(k, str, sizeof str);
+    rnd_expect(str, want);
+    CHECK(!strcmp(json_string_value(json_object_get(args, "s")), want));
+    CHECK(!strcmp(json_string_value(json_object_get(e, "name")), k % 2 ? want : "rnd"));
+    snprintf(key, sizeof key, "k:%s", want);
+    CHECK(json_integer_value(json_object_get(args, key)) == k);
+  }
+  for (int k = 0; k < RND_N; k++) CHECK(seen[k]);
+  json_decref(j);
+  return 0;
+}
+
+static int t_shapes(void) {
+  char *trace = path_of("shapes.json");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("shapes", env, path_of("shapes.err")) == 0);
+  json_t *j;
+  CHECK(load_ok(trace, &j));
+  json_t *a = json_object_get(find_event(j, "Shaped", 0), "args");
+  CHECK(!strcmp(json_string_value(json_object_get(a, "in")), "1x16x64,scalar,none"));
+  CHECK(!strcmp(json_string_value(json_object_get(a, "out")), "0x7,12345678901"));
+  CHECK(!strcmp(json_string_value(json_object_get(a, "empty")), ""));
+  CHECK(json_integer_value(json_object_get(a, "after")) == 5);
   json_decref(j);
   return 0;
 }
@@ -945,6 +1092,8 @@ static const tcase k_cases[] = {
     {"off_cost_is_a_branch", t_off_cost, "off_cost", child_off_cost},
     {"threads_sessions_valid_nested", t_threads, "threads", child_threads},
     {"escaping", t_escape, "escape", child_escape},
+    {"escaping_random_vs_reference", t_escape_random, "escape_random", child_escape_random},
+    {"shapes_arg_raw_dims", t_shapes, "shapes", child_shapes},
     {"valid_after_first_teardown_and_exit", t_two_sessions, "two", child_two_sessions},
     {"event_cap_reports_drops", t_cap, "cap", child_cap},
     {"summary_equals_events", t_summary, "summary", child_summary},
