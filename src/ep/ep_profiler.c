@@ -65,11 +65,12 @@ static void ORT_API_CALL prof_release(OrtEpProfilerImpl *this_ptr) {
 }
 
 static OrtStatus *ORT_API_CALL prof_start(OrtEpProfilerImpl *this_ptr, int64_t offset_ns) {
+  uint64_t now = fbx_trace_now_ns(); /* first: every ns between ORT's clock read and ours shifts our events */
   fbx_ep_profiler *p = (fbx_ep_profiler *)this_ptr;
   if (p->started) return NULL; /* ORT calls it once; be safe about pairing */
   p->offset_ns = offset_ns;
+  p->start_ns = now;
   fbx_trace_profiler_begin();
-  p->start_ns = fbx_trace_now_ns();
   p->started = true;
   return NULL;
 }
