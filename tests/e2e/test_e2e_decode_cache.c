@@ -20,16 +20,7 @@
 #define PROMPT_A 7
 #define PROMPT_B 12
 
-static int g_fail;
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      g_fail++;                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
+#include "common/check.h"
 
 static char *step_both(fbx_host_decoder *f, fbx_host_decoder *c, const int64_t *ids, int64_t n,
                        int step, double *worst) {
@@ -166,7 +157,7 @@ int main(void) {
   if (err) {
     fprintf(stderr, "FAIL: %s\n", err);
     fbx_host_err_free(err);
-    g_fail++;
+    failed++;
   }
   printf("logits/presents vs ORT CPU over %d steps: max abs %.3g\n", DECODE_STEPS + 2, worst);
   fbx_host_decoder_free(&df);
@@ -174,9 +165,9 @@ int main(void) {
   fbx_host_session_destroy(sf);  // the trace is complete JSON after the teardown
   fbx_host_session_destroy(sc);
   fbx_host_close(h);
-  if (!g_fail) check_trace(trace);
-  if (g_fail) printf("trace kept for inspection: %s\n", trace);
+  if (!failed) check_trace(trace);
+  if (failed) printf("trace kept for inspection: %s\n", trace);
   else unlink(trace);
-  printf("%s\n", g_fail ? "test_e2e_decode_cache: FAILED" : "test_e2e_decode_cache: ok");
-  return g_fail ? 1 : 0;
+  printf("%s\n", failed ? "test_e2e_decode_cache: FAILED" : "test_e2e_decode_cache: ok");
+  return failed ? 1 : 0;
 }

@@ -13,16 +13,7 @@
 
 #include "common/ort_host.h"
 
-static int g_fail;
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      g_fail++;                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
+#include "common/check.h"
 
 static const char *kModel = "/usr/share/libonnx-testdata/data/node/test_add/model.onnx";
 
@@ -92,6 +83,6 @@ int main(void) {
   expect_ok(h, "compile", "off");
   expect_ok(h, "cache_limit", "4");
   fbx_host_close(h);
-  printf("%s\n", g_fail ? "test_e2e_ep_options: FAILED" : "test_e2e_ep_options: ok");
-  return g_fail ? 1 : 0;
+  printf("%s\n", failed ? "test_e2e_ep_options: FAILED" : "test_e2e_ep_options: ok");
+  return failed ? 1 : 0;
 }

@@ -9,23 +9,14 @@
 
 #include "common/ort_host.h"
 
-static int g_fail;
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      g_fail++;                                                  \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);      \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fprintf(stderr, "\n");                                     \
-    }                                                            \
-  } while (0)
+#include "common/check.h"
 #define CHECK_OK(err)                                                       \
   do {                                                                      \
     char *e_ = (err);                                                       \
     if (e_) {                                                               \
       fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, e_);         \
       fbx_host_err_free(e_);                                                \
-      g_fail++;                                                             \
+      failed++;                                                             \
       goto out;                                                             \
     }                                                                       \
   } while (0)
@@ -139,6 +130,6 @@ int main(void) {
   test_f16();
   test_npy_and_compare();
   test_session();
-  printf("%s\n", g_fail ? "test_e2e_ort_host: FAILED" : "test_e2e_ort_host: ok");
-  return g_fail ? 1 : 0;
+  printf("%s\n", failed ? "test_e2e_ort_host: FAILED" : "test_e2e_ort_host: ok");
+  return failed ? 1 : 0;
 }

@@ -32,16 +32,7 @@
 #include "common/ort_host.h"
 #include "common/ort_host_decode.h"
 
-static int g_fail;
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      g_fail++;                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-    }                                                       \
-  } while (0)
+#include "common/check.h"
 
 static const char *const NAMES[] = {
     "relu \"quoted\" node",
@@ -576,7 +567,7 @@ static void check_ort_profile(const char *path) {
 static int g_pass, g_failed;
 
 static void report(const char *name, int fails_before) {
-  if (g_fail == fails_before) {
+  if (failed == fails_before) {
     g_pass++;
     printf("PASS  trace-e2e %s\n", name);
   } else {
@@ -596,8 +587,8 @@ int main(int argc, char **argv) {
       check_summary_matches(root, evs, argv[2], 0);
     }
     json_decref(root);
-    printf("trace-e2e check: %s\n", g_fail ? "FAILED" : "ok");
-    return g_fail ? 1 : 0;
+    printf("trace-e2e check: %s\n", failed ? "FAILED" : "ok");
+    return failed ? 1 : 0;
   }
   char dir[] = "/tmp/fbx_trace_e2e.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -619,7 +610,7 @@ int main(int argc, char **argv) {
   static const char *const singles[] = {"decoder", "cnn"};
   for (int c = 0; c < 2; c++) {
     if (only && strcmp(only, singles[c])) continue;
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS(singles[c]);
     RUN_CHILD(singles[c], tr, NULL, NULL);
     json_t *root = load(tr);
@@ -634,7 +625,7 @@ int main(int argc, char **argv) {
 
   /* 3: escaping */
   if (!only || !strcmp(only, "names")) {
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS("names");
     RUN_CHILD("names", tr, NULL, NULL);
     json_t *root = load(tr);
@@ -652,7 +643,7 @@ int main(int argc, char **argv) {
 
   /* 4: two sessions, the first destroyed while the second lives */
   if (!only || !strcmp(only, "two")) {
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS("two");
     RUN_CHILD("two", tr, NULL, extra);
     json_t *snap = load(extra);
@@ -683,7 +674,7 @@ int main(int argc, char **argv) {
 
   /* 5: a small event cap */
   if (!only || !strcmp(only, "cap")) {
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS("cap");
     RUN_CHILD("cap", tr, "40", NULL);
     json_t *root = load(tr);
@@ -719,7 +710,7 @@ int main(int argc, char **argv) {
 
   /* 6: two threads, one session */
   if (!only || !strcmp(only, "threads")) {
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS("threads");
     RUN_CHILD("threads", tr, NULL, NULL);
     json_t *root = load(tr);
@@ -737,7 +728,7 @@ int main(int argc, char **argv) {
 
   /* 7: ORT's own profile */
   if (!only || !strcmp(only, "profile")) {
-    int f0 = g_fail;
+    int f0 = failed;
     PATHS("profile");
     RUN_CHILD("profile", NULL, NULL, extra);
     if (rc_ == 0) check_ort_profile(extra);
