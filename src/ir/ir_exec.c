@@ -43,55 +43,47 @@ static int fbx__ir_shapes_put(const fbx_tensor *t, int n, int64_t *v) {
   return k;
 }
 
-static void fbx__ir_trace_step(const fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in,
-                               const fbx_tensor *out, int n_out, const fbx_kernel_info *info, uint64_t t0,
-                               uint64_t t1) {
+/* The trace site of plan node nid (its constant span text, interned in the
+ * session bound to this thread), made on the node's first traced run. */
+static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
+  if (p->sites[nid]) return p->sites[nid];
   const fbx_ir_node *n = &p->g->nodes[nid];
+  const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op && n->onnx_op[0] ? n->onnx_op : "op";
+  const char *fast = p->fast_names[nid];
+  char fast_span[512], suffix[512];
+  fbx_trace_op_site_desc d = {.op = op, .node = n->name ? n->name : "", .node_id = nid,
+                              .device = p->be->vt->name ? p->be->vt->name : "cpu"};
+  if (fast && n->op == FBX_IR_OP_FUSED_EW) { /* "Add+Mul+Tanh [fast]", one fused elementwise kernel */
+    d.fast_span = fast;
+    d.fast_kernel = "ew_fused";
+  } else if (fast) { /* a conv that runs its elementwise epilogue in-kernel */
+    snprintf(fast_span, sizeof fast_span, "%s+%s [fast]", op, fast);
+    snprintf(suffix, sizeof suffix, "+epilogue(%s)", fast);
+    d.fast_span = fast_span;
+    d.variant_suffix = suffix;
+  }
+  if (n->composed_reason) { /* a composed fallback of an op that has a fast path */
+    d.composed_op = op;
+    d.composed_reason = n->composed_reason;
+  }
+  return p->sites[nid] = fbx_trace_op_site_get(fbx_trace_session_current(), &d);
+}
+
+/* One traced execution: the op span (with its [fast]/[composed] spans) and the op statistics. */
+static void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in, const fbx_tensor *out,
+                               int n_out, const fbx_kernel_info *info, uint64_t t0, uint64_t t1) {
   int64_t ins[1 + FBX_IR_MAX_INPUTS * (1 + FBX_MAX_RANK)], outs[1 + FBX_IR_MAX_OUTPUTS * (1 + FBX_MAX_RANK)];
-  int n_ins = fbx__ir_shapes_put(in, n_in, ins), n_outs = fbx__ir_shapes_put(out, n_out, outs);
   int64_t elems = 1;
   for (int i = 0; i < out[0].rank; i++) elems *= out[0].dims[i];
   size_t bytes = 0;
   for (int i = 0; i < n_in; i++)
     if (in[i].rank >= 0) bytes += fbx__ir_tensor_bytes(&in[i]);
   for (int i = 0; i < n_out; i++) bytes += fbx__ir_tensor_bytes(&out[i]);
-  const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op;
-  const char *variant = info->variant ? info->variant : "";
-  char epi_variant[512];
-  if (n->op != FBX_IR_OP_FUSED_EW && p->fast_names[nid]) { /* conv with an epilogue */
-    snprintf(epi_variant, sizeof epi_variant, "%s+epilogue(%s)", variant, p->fast_names[nid]);
-    variant = epi_variant;
-  }
-  fbx_trace_arg args[] = {
-      FBX_TARG_I("node_id", nid),
-      FBX_TARG_S("node", n->name ? n->name : ""),
-      FBX_TARG_S("device", p->be->vt->name ? p->be->vt->name : "cpu"),
-      FBX_TARG_SHAPES_V("input_shapes", ins, n_ins),
-      FBX_TARG_SHAPES_V("output_shapes", outs, n_outs),
-      FBX_TARG_S("dtype", fbx_dtype_name(out[0].dtype)),
-      FBX_TARG_I("elements", elems),
-      FBX_TARG_I("bytes", bytes),
-      FBX_TARG_D("flops", info->flops),
-      FBX_TARG_S("kernel_variant", variant),
-      FBX_TARG_S("kernel_variant_reason", info->reason ? info->reason : ""),
-  };
-  fbx_trace_complete(op, "op", t0, t1, args, (int)(sizeof args / sizeof args[0]));
-  fbx_trace_session_op(fbx_trace_session_current(), op, t1 - t0, false);
-  if (n->op == FBX_IR_OP_FUSED_EW && p->fast_names[nid]) {
-    fbx_trace_arg fa[] = {FBX_TARG_S("kernel", "ew_fused"), FBX_TARG_I("node_id", nid)};
-    fbx_trace_complete(p->fast_names[nid], "op.fast", t0, t1, fa, 2);
-  } else if (p->fast_names[nid]) { /* a conv that ran its elementwise epilogue in-kernel */
-    char fname[512];
-    snprintf(fname, sizeof fname, "%s+%s [fast]", op, p->fast_names[nid]);
-    fbx_trace_arg fa[] = {FBX_TARG_S("kernel", variant), FBX_TARG_I("node_id", nid)};
-    fbx_trace_complete(fname, "op.fast", t0, t1, fa, 2);
-  }
-  if (n->composed_reason) { /* a composed fallback of an op that has a fast path */
-    char cname[256];
-    snprintf(cname, sizeof cname, "%s [composed]", n->onnx_op && n->onnx_op[0] ? n->onnx_op : op);
-    fbx_trace_arg ca[] = {FBX_TARG_S("reason", n->composed_reason), FBX_TARG_I("node_id", nid)};
-    fbx_trace_complete(cname, "op.composed", t0, t1, ca, 2);
-  }
+  fbx_trace_op_run r = {.in_shapes = ins, .out_shapes = outs, .n_in_shapes = fbx__ir_shapes_put(in, n_in, ins),
+                        .n_out_shapes = fbx__ir_shapes_put(out, n_out, outs), .dtype = fbx_dtype_name(out[0].dtype),
+                        .elements = elems, .bytes = (int64_t)bytes, .flops = info->flops,
+                        .variant = info->variant, .reason = info->reason};
+  fbx_trace_op(fbx__ir_trace_site(p, nid), t0, t1, &r);
 }
 
 /* Host copy of a shape-data input produced on a non-host-visible backend. */

@@ -52,6 +52,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->states);
   fbx_free(p->prepared);
   fbx_free(p->fast_names);
+  fbx_free(p->sites); /* the sites belong to the trace session */
   fbx_free(p->slot_of);
   fbx_free(p->direct_out);
   fbx_free(p->out_pos);
@@ -202,6 +203,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->states = fbx_calloc(nn, sizeof(void *));
   p->prepared = fbx_calloc(nn, sizeof(bool));
   p->fast_names = fbx_calloc(nn, sizeof(char *));
+  p->sites = fbx_calloc(nn, sizeof(fbx_trace_op_site *));
   p->slot_of = fbx_malloc(nv * sizeof(int));
   p->direct_out = fbx_calloc(nv, sizeof(bool));
   p->out_pos = fbx_malloc(nv * sizeof(int));
@@ -209,8 +211,8 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->rt = fbx_calloc(nv, sizeof(fbx_tensor));
   p->in_buf = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
   p->in_cap = fbx_calloc((size_t)g->n_inputs + 1, sizeof(size_t));
-  if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->slot_of || !p->direct_out ||
-      !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
+  if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->sites || !p->slot_of ||
+      !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
     st = FBX_ERR_OOM();
     goto fail;
   }

@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "ir_compiled.h"
+#include "../trace/trace.h"
 
 typedef struct fbx__ir_plan_opts {
   bool fold;          /* constant folding (needs a host-visible backend) */
@@ -24,6 +25,7 @@ typedef struct fbx__ir_plan {
   void **states;                       /* per node id: node_prepare state or NULL (plan-owned or shared) */
   bool *prepared;                      /* per node id: node_prepare was called by this plan (release it) */
   const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW (or a conv's epilogue), else NULL */
+  fbx_trace_op_site **sites;           /* per node id: trace site, made on the node's first traced run */
   int *slot_of;                        /* per value id: slot or -1 */
   bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
   int *out_pos;                        /* per value id: first graph-output position or -1 */

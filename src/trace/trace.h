@@ -50,6 +50,38 @@ typedef struct fbx_trace_arg {
 /* ---- per-session statistics for the summary ---- */
 typedef struct fbx_trace_session fbx_trace_session;
 
+/* ---- per-op spans: the executor's hot path (trace_op.c) ----
+ * A site holds what is constant about one executed node (op type, node name,
+ * id, device, its [fast]/[composed] marking). The executor gets it once per
+ * plan step (fbx_trace_op_site_get interns it by content in the session; the
+ * session owns it and frees it at destroy, after the final flush) and per
+ * execution passes only what varies (fbx_trace_op_run). One call then gives
+ * the "op" span with every standard argument, the "[fast]" span (op.fast) and
+ * the "[composed]" span (op.composed) where the site has one, and feeds the
+ * session's per-op-type times and fast/composed counts: the same events and
+ * statistics as emitting them one by one, at a fraction of the cost (the
+ * constant text is formatted once per site, at flush). */
+typedef struct fbx_trace_op_site fbx_trace_op_site;
+typedef struct fbx_trace_op_site_desc {
+  const char *op;              /* span name: the op type ("FusedElementwise" for a fused chain) */
+  const char *node;            /* node name (may be "") */
+  int node_id;
+  const char *device;          /* backend name: "cpu", "cuda" */
+  const char *fast_span;       /* name of the "[fast]" span, or NULL */
+  const char *fast_kernel;     /* its "kernel" arg; NULL: the run's kernel variant (with suffix) */
+  const char *variant_suffix;  /* appended to each run's kernel variant ("+epilogue(Relu)"), or NULL */
+  const char *composed_op;     /* op of the "<op> [composed]" span (a composed fallback), or NULL */
+  const char *composed_reason; /* its reason */
+} fbx_trace_op_site_desc;
+typedef struct fbx_trace_op_run {
+  const int64_t *in_shapes, *out_shapes; /* FBX_TARG_SHAPES lists (trace.h above) */
+  int n_in_shapes, n_out_shapes;         /* int64 values in each list */
+  const char *dtype;                     /* output 0's dtype name */
+  int64_t elements, bytes;               /* output 0's elements; bytes read + written */
+  double flops;                          /* estimate, 0 if unknown */
+  const char *variant, *reason;          /* kernel variant chosen and why (NULL -> "") */
+} fbx_trace_op_run;
+
 #if !(defined(FBX_TRACE_COMPILED_OUT) && FBX_TRACE_COMPILED_OUT)
 
 /* FBX_TRACE_F_INIT alone means "read, everything off". 0 means "not read yet". */
@@ -103,6 +135,13 @@ void fbx_trace_session_copy_out(fbx_trace_session *s, bool delta, int64_t bytes)
 void fbx_trace_session_phase(fbx_trace_session *s, const char *phase, uint64_t ns);
 /* One op execution (host or device time). */
 void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns, bool device_time);
+
+/* The site of one executed node in session s (NULL s: a process-wide table);
+ * NULL when tracing is off or on OOM. Strings are copied. */
+fbx_trace_op_site *fbx_trace_op_site_get(fbx_trace_session *s, const fbx_trace_op_site_desc *d);
+/* One execution of a site's node on the calling thread, from t0 to t1 (host
+ * clock, fbx_trace_now_ns). NULL site: nothing. */
+void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const fbx_trace_op_run *r);
 
 /* ---- additions (helper "trace") ---- */
 /* Counter tracks fusebox.mem_bytes / mem_pct (of budget_bytes; skipped when 0),
@@ -167,6 +206,12 @@ static inline void fbx_trace_session_phase(fbx_trace_session *s, const char *pha
 static inline void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns,
                                         bool device_time) {
   (void)s; (void)op_type; (void)ns; (void)device_time;
+}
+static inline fbx_trace_op_site *fbx_trace_op_site_get(fbx_trace_session *s, const fbx_trace_op_site_desc *d) {
+  (void)s; (void)d; return NULL;
+}
+static inline void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const fbx_trace_op_run *r) {
+  (void)site; (void)t0_ns; (void)t1_ns; (void)r;
 }
 static inline void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
   (void)engine_bytes; (void)budget_bytes;

@@ -45,7 +45,7 @@ void fbx__sbuf_shapes(fbx__sbuf *b, const int64_t *v, int64_t n);
  * is unloaded, and the module flushes before that) or FBX__REC_STR_COPY +
  * uint32 length + the bytes + NUL. No field is aligned: read with memcpy. */
 extern const char *fbx__trace_ro_base;
-enum { FBX__REC_X = 1, FBX__REC_I, FBX__REC_C, FBX__REC_META, FBX__REC_RAW };
+enum { FBX__REC_X = 1, FBX__REC_I, FBX__REC_C, FBX__REC_META, FBX__REC_RAW, FBX__REC_OP };
 enum { FBX__REC_STR_PTR = 0, FBX__REC_STR_COPY = 1 };
 typedef struct fbx__rec {
   uint32_t size;    /* bytes, header included, multiple of 8 */
@@ -54,8 +54,17 @@ typedef struct fbx__rec {
   uint16_t n_args;
   uint64_t t0, t1;  /* clock ns; for C, t1 holds the double value's bits */
 } fbx__rec;
+/* FBX__REC_OP (fbx_trace_op): no name or category; n_args holds the number of
+ * events it stands for (1 + [fast] + [composed]). Body: the site pointer (8),
+ * elements, bytes (int64), flops (double), then the strings dtype, variant,
+ * reason, then the input and the output shapes, each a uint32 count n + n
+ * int64s (the FBX_TARG_SHAPES list). */
+
 /* Formats one record (",\n{...}") for thread tid; base = trace clock origin. */
 void fbx__trace_format_rec(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base);
+/* Formats the first `allow` (>= 1) of the events of a FBX__REC_OP record;
+ * returns how many were written (0 on OOM, with b as it was). */
+int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base, int allow);
 /* {"name":kind,"ph":"M",...,"args":{"name":name}} */
 void fbx__trace_append_meta(fbx__sbuf *b, const char *kind, int pid, int tid, const char *name);
 
@@ -64,6 +73,32 @@ void fbx__trace_append_meta(fbx__sbuf *b, const char *kind, int pid, int tid, co
 void fbx__trace_emit_raw(const char *json, size_t n, bool counted);
 int64_t fbx__trace_dropped(void);
 int64_t fbx__trace_recorded(void);
+
+/* ---- op sites (trace_op.c) ---- */
+struct fbx_trace_op_site {
+  uint64_t ns, calls;          /* executions and their host time (atomic adds) */
+  fbx_trace_session *session;  /* owner (NULL: the process-wide table) */
+  struct fbx_trace_op_site *next; /* hash chain of the owner's table */
+  uint64_t hash;
+  int node_id;
+  int n_events;                /* events per execution: 1 + [fast] + [composed] */
+  char *op, *node, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
+  void *json;                  /* constant JSON pieces (trace_json.c), built at the first flush */
+};
+/* A table of sites, interned by content; the session embeds one. */
+typedef struct fbx__site_table {
+  int lk;                      /* spin lock: lookups happen at plan build, not per op */
+  struct fbx_trace_op_site **slots;
+  uint32_t cap, n;
+} fbx__site_table;
+fbx__site_table *fbx__trace_session_sites(fbx_trace_session *s); /* trace_session.c */
+/* Calls fn on every site of t (under its lock). */
+void fbx__site_table_visit(fbx__site_table *t, void (*fn)(void *ctx, const struct fbx_trace_op_site *), void *ctx);
+void fbx__site_table_free(fbx__site_table *t); /* the sites and their JSON pieces */
+/* Writer (trace_writer.c): one FBX__REC_OP record for the calling thread. */
+void fbx__trace_record_op(const struct fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r);
+/* Session: one more composed execution; emits the fusebox.composed_path_count counter. */
+void fbx__trace_session_composed_tick(fbx_trace_session *s);
 
 /* Session (trace_session.c): fast/composed spans seen by fbx_trace_complete. */
 void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_trace_arg *args, int n_args);

@@ -421,7 +421,7 @@ static inline uint64_t memo_hash(const unsigned char *p, size_t n) { /* n: a mul
 static inline char *w_times(char *o, const fbx__rec *r, int pid, int tid, uint64_t base) {
   uint64_t t0 = r->t0;
   o = w_ts(o, t0 >= base ? t0 - base : 0);
-  if (r->kind == FBX__REC_X) {
+  if (r->kind == FBX__REC_X || r->kind == FBX__REC_OP) {
     o = W_LIT(o, ",\"dur\":");
     o = w_ts(o, r->t1 >= t0 ? r->t1 - t0 : 0);
   }
@@ -566,6 +566,204 @@ static void format_rec_slow(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, u
   m->jlen = (uint32_t)jlen;
   memcpy(m->json, t, split);
   memcpy(m->json + split, t + after, total - after);
+}
+
+/* ---- op records (FBX__REC_OP): a site's constant text, built once ---- */
+enum { P_OP_HEAD, P_OP_ARGS, P_FAST_HEAD, P_FAST_ARGS, P_FAST_POST, P_SUFFIX, P_COMP_HEAD, P_COMP_ARGS, P_N };
+typedef struct site_text {
+  uint32_t off[P_N], len[P_N];
+  size_t total;
+  char data[];
+} site_text;
+
+/* Under the writer's mutex: the site's JSON pieces (NULL on OOM).
+ *   OP_HEAD   ,\n{"name":"<op>","cat":"op","ph":"X","ts":
+ *   OP_ARGS   ,"args":{"node_id":N,"node":"..","device":"..","input_shapes":"
+ *   FAST_HEAD ,\n{"name":"<fast span>","cat":"op.fast","ph":"X","ts":
+ *   FAST_ARGS ,"args":{"kernel":["<fixed kernel>"]     (else the run's variant follows)
+ *   FAST_POST ,"node_id":N}}
+ *   SUFFIX    the variant suffix, escaped, unquoted
+ *   COMP_HEAD ,\n{"name":"<op> [composed]","cat":"op.composed","ph":"X","ts":
+ *   COMP_ARGS ,"args":{"reason":"..","node_id":N}} */
+static site_text *site_text_get(fbx_trace_op_site *site) {
+  if (site->json) return site->json;
+  fbx__sbuf t = {0};
+  uint32_t off[P_N], len[P_N];
+  for (int i = 0; i < P_N; i++) {
+    off[i] = (uint32_t)t.len;
+    switch (i) {
+      case P_OP_HEAD:
+        fbx__sbuf_puts(&t, ",\n{\"name\":");
+        fbx__sbuf_str(&t, site->op);
+        fbx__sbuf_puts(&t, ",\"cat\":\"op\",\"ph\":\"X\",\"ts\":");
+        break;
+      case P_OP_ARGS:
+        fbx__sbuf_puts(&t, ",\"args\":{\"node_id\":");
+        fbx__sbuf_i64(&t, site->node_id);
+        fbx__sbuf_puts(&t, ",\"node\":");
+        fbx__sbuf_str(&t, site->node);
+        fbx__sbuf_puts(&t, ",\"device\":");
+        fbx__sbuf_str(&t, site->device);
+        fbx__sbuf_puts(&t, ",\"input_shapes\":\"");
+        break;
+      case P_FAST_HEAD:
+        if (!site->fast_span) break;
+        fbx__sbuf_puts(&t, ",\n{\"name\":");
+        fbx__sbuf_str(&t, site->fast_span);
+        fbx__sbuf_puts(&t, ",\"cat\":\"op.fast\",\"ph\":\"X\",\"ts\":");
+        break;
+      case P_FAST_ARGS:
+        fbx__sbuf_puts(&t, ",\"args\":{\"kernel\":");
+        if (site->fast_kernel) fbx__sbuf_str(&t, site->fast_kernel);
+        break;
+      case P_FAST_POST:
+        fbx__sbuf_puts(&t, ",\"node_id\":");
+        fbx__sbuf_i64(&t, site->node_id);
+        fbx__sbuf_puts(&t, "}}");
+        break;
+      case P_SUFFIX:
+        if (site->variant_suffix) { /* the escaped text without its quotes */
+          fbx__sbuf q = {0};
+          fbx__sbuf_str(&q, site->variant_suffix);
+          if (q.oom) t.oom = 1;
+          else fbx__sbuf_put(&t, q.p + 1, q.len - 2);
+          fbx__sbuf_free(&q);
+        }
+        break;
+      case P_COMP_HEAD:
+        if (!site->composed_op) break;
+        fbx__sbuf_puts(&t, ",\n{\"name\":");
+        {
+          size_t n = strlen(site->composed_op);
+          char *nm = fbx_malloc(n + 12);
+          if (!nm) {
+            t.oom = 1;
+            break;
+          }
+          memcpy(nm, site->composed_op, n);
+          memcpy(nm + n, " [composed]", 12);
+          fbx__sbuf_str(&t, nm);
+          fbx_free(nm);
+        }
+        fbx__sbuf_puts(&t, ",\"cat\":\"op.composed\",\"ph\":\"X\",\"ts\":");
+        break;
+      case P_COMP_ARGS:
+        if (!site->composed_op) break;
+        fbx__sbuf_puts(&t, ",\"args\":{\"reason\":");
+        fbx__sbuf_str(&t, site->composed_reason);
+        fbx__sbuf_puts(&t, ",\"node_id\":");
+        fbx__sbuf_i64(&t, site->node_id);
+        fbx__sbuf_puts(&t, "}}");
+        break;
+    }
+    len[i] = (uint32_t)(t.len - off[i]);
+  }
+  site_text *st = t.oom ? NULL : fbx_malloc(sizeof *st + t.len + 1);
+  if (st) {
+    memcpy(st->off, off, sizeof off);
+    memcpy(st->len, len, sizeof len);
+    st->total = t.len;
+    memcpy(st->data, t.p, t.len);
+    site->json = st;
+  }
+  fbx__sbuf_free(&t);
+  return st;
+}
+
+static inline char *w_piece(char *o, const site_text *st, int i) {
+  memcpy(o, st->data + st->off[i], st->len[i]);
+  return o + st->len[i];
+}
+
+/* The run's kernel variant (the encoded string at p) with the site's suffix, as one JSON string. */
+static inline char *w_variant(fbx__sbuf *b, char *o, const unsigned char *p, const site_text *st, size_t reserve) {
+  o = w_rec_str(b, o, &p, reserve, NULL);
+  if (st->len[P_SUFFIX]) {
+    o--; /* reopen the string */
+    o = w_piece(o, st, P_SUFFIX);
+    *o++ = '"';
+  }
+  return o;
+}
+
+int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base, int allow) {
+  const unsigned char *p = (const unsigned char *)(r + 1);
+  fbx_trace_op_site *site;
+  int64_t elements, bytes;
+  double flops;
+  memcpy(&site, p, 8);
+  memcpy(&elements, p + 8, 8);
+  memcpy(&bytes, p + 16, 8);
+  memcpy(&flops, p + 24, 8);
+  p += 32;
+  const site_text *st = site_text_get(site);
+  if (!st) {
+    b->oom = 1;
+    return 0;
+  }
+  /* Upper bound: pieces; copied strings 6 bytes per record byte (they appear
+   * at most twice); 4 literals; shapes <= 3.5 chars per record byte; times. */
+  size_t bound = st->total + 12 * (size_t)r->size + 4 * (LIT_ROOM + 8) + 3 * 128 + 256;
+  if (room(b, bound)) return 0;
+  size_t start = b->len;
+  char *o = b->p + start;
+  const unsigned char *dtype = p;
+  const char *skip;
+  p = rec_str(p, &skip);
+  const unsigned char *variant = p;
+  p = rec_str(p, &skip);
+  const unsigned char *reason = p;
+  p = rec_str(p, &skip);
+  uint32_t n_in, n_out;
+  memcpy(&n_in, p, 4);
+  const unsigned char *in = p + 4;
+  p = in + 8 * (size_t)n_in;
+  memcpy(&n_out, p, 4);
+  const unsigned char *out = p + 4;
+
+  o = w_piece(o, st, P_OP_HEAD);
+  o = w_times(o, r, pid, tid, base);
+  o = w_piece(o, st, P_OP_ARGS);
+  o = w_shapes(o, in, n_in);
+  o = W_LIT(o, "\",\"output_shapes\":\"");
+  o = w_shapes(o, out, n_out);
+  o = W_LIT(o, "\",\"dtype\":");
+  const unsigned char *q = dtype;
+  o = w_rec_str(b, o, &q, bound, NULL);
+  o = W_LIT(o, ",\"elements\":");
+  o = w_i64(o, elements);
+  o = W_LIT(o, ",\"bytes\":");
+  o = w_i64(o, bytes);
+  o = W_LIT(o, ",\"flops\":");
+  o = w_dbl(b, o, flops, bound);
+  o = W_LIT(o, ",\"kernel_variant\":");
+  o = w_variant(b, o, variant, st, bound);
+  o = W_LIT(o, ",\"kernel_variant_reason\":");
+  q = reason;
+  o = w_rec_str(b, o, &q, bound, NULL);
+  o = W_LIT(o, "}}");
+  int written = 1;
+  if (site->fast_span && written < allow) {
+    o = w_piece(o, st, P_FAST_HEAD);
+    o = w_times(o, r, pid, tid, base);
+    o = w_piece(o, st, P_FAST_ARGS);
+    if (!site->fast_kernel) o = w_variant(b, o, variant, st, bound);
+    o = w_piece(o, st, P_FAST_POST);
+    written++;
+  }
+  if (site->composed_op && written < allow) {
+    o = w_piece(o, st, P_COMP_HEAD);
+    o = w_times(o, r, pid, tid, base);
+    o = w_piece(o, st, P_COMP_ARGS);
+    written++;
+  }
+  if (b->oom) {
+    b->len = start;
+    return 0;
+  }
+  b->len = (size_t)(o - b->p);
+  b->p[b->len] = '\0';
+  return written;
 }
 
 void fbx__trace_append_meta(fbx__sbuf *b, const char *kind, int pid, int tid, const char *name) {

@@ -61,9 +61,11 @@ struct fbx_trace_session {
   int64_t fast_n, composed_n;
   composed_entry *composed;
   int n_composed, cap_composed;
+  int64_t composed_live; /* composed executions so far (atomic): the counter track's value */
   /* ops: open addressing, power-of-two capacity */
   op_entry *ops;
   int n_ops, cap_ops;
+  fbx__site_table sites; /* per-op sites (trace_op.c), merged into ops/fast/composed at teardown */
 };
 
 static int g_next_id = 0;
@@ -242,15 +244,58 @@ void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns
   pthread_mutex_unlock(&s->mu);
 }
 
-/* Spans of cat op.fast / op.composed (emitted by the IR executor) feed the
- * fast-vs-composed view of the session bound to this thread. */
+fbx__site_table *fbx__trace_session_sites(fbx_trace_session *s) { return &s->sites; }
+
+void fbx__trace_session_composed_tick(fbx_trace_session *s) {
+  if (!s) return;
+  int64_t n = __atomic_add_fetch(&s->composed_live, 1, __ATOMIC_RELAXED);
+  fbx_trace_counter("fusebox.composed_path_count", (double)n);
+}
+
+/* Under s->mu: the composed entry of op (inserted with reason); NULL on OOM. */
+static composed_entry *composed_slot(fbx_trace_session *s, const char *op, const char *reason) {
+  for (int i = 0; i < s->n_composed; i++)
+    if (!strcmp(s->composed[i].op, op)) return &s->composed[i];
+  if (s->n_composed == s->cap_composed) {
+    int cap = s->cap_composed ? 2 * s->cap_composed : 8;
+    composed_entry *p = fbx_realloc(s->composed, (size_t)cap * sizeof *p);
+    if (!p) return NULL;
+    s->composed = p;
+    s->cap_composed = cap;
+  }
+  composed_entry *e = &s->composed[s->n_composed++];
+  e->op = fbx_strdup(op);
+  e->reason = fbx_strdup(reason ? reason : "");
+  e->count = 0;
+  return e;
+}
+
+/* Under s->mu: one site's executions into the op times and fast/composed counts. */
+static void merge_site(void *ctx, const fbx_trace_op_site *site) {
+  fbx_trace_session *s = ctx;
+  uint64_t calls = __atomic_load_n(&site->calls, __ATOMIC_RELAXED);
+  if (!calls) return;
+  op_entry *e = ops_slot(s, site->op);
+  if (e) {
+    e->ns += __atomic_load_n(&site->ns, __ATOMIC_RELAXED);
+    e->calls += (int64_t)calls;
+  }
+  if (site->fast_span) s->fast_n += (int64_t)calls;
+  if (site->composed_op) {
+    s->composed_n += (int64_t)calls;
+    composed_entry *c = composed_slot(s, site->composed_op, site->composed_reason);
+    if (c) c->count += (int64_t)calls;
+  }
+}
+
+/* Spans of cat op.fast / op.composed emitted one by one (fbx_trace_complete)
+ * feed the fast-vs-composed view of the session bound to this thread. */
 void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_trace_arg *args, int n_args) {
   if (!cat || cat[0] != 'o' || cat[1] != 'p' || cat[2] != '.') return;
   bool fast = !strcmp(cat, "op.fast");
   if (!fast && strcmp(cat, "op.composed")) return;
   fbx_trace_session *s = tl_current;
   if (!s) return;
-  int64_t composed_total = 0;
   pthread_mutex_lock(&s->mu);
   if (fast) {
     s->fast_n++;
@@ -258,7 +303,6 @@ void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_t
     return;
   }
   s->composed_n++;
-  composed_total = s->composed_n;
   /* op name: the span name up to " [" */
   char op[128];
   const char *n = name ? name : "?";
@@ -270,26 +314,10 @@ void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_t
   const char *reason = "";
   for (int i = 0; i < n_args; i++)
     if (args[i].type == FBX_TARG_STR && args[i].key && !strcmp(args[i].key, "reason") && args[i].s) reason = args[i].s;
-  composed_entry *e = NULL;
-  for (int i = 0; i < s->n_composed; i++)
-    if (!strcmp(s->composed[i].op, op)) e = &s->composed[i];
-  if (!e && s->n_composed == s->cap_composed) {
-    int cap = s->cap_composed ? 2 * s->cap_composed : 8;
-    composed_entry *p = fbx_realloc(s->composed, (size_t)cap * sizeof *p);
-    if (p) {
-      s->composed = p;
-      s->cap_composed = cap;
-    }
-  }
-  if (!e && s->n_composed < s->cap_composed) {
-    e = &s->composed[s->n_composed++];
-    e->op = fbx_strdup(op);
-    e->reason = fbx_strdup(reason);
-    e->count = 0;
-  }
+  composed_entry *e = composed_slot(s, op, reason);
   if (e) e->count++;
   pthread_mutex_unlock(&s->mu);
-  fbx_trace_counter("fusebox.composed_path_count", (double)composed_total);
+  fbx__trace_session_composed_tick(s);
 }
 
 /* ============================== summary ================================ */
@@ -510,6 +538,7 @@ void fbx_trace_session_destroy(fbx_trace_session *s) {
    * summary's recorded/dropped counts cover everything recorded so far */
   fbx_trace_flush();
   pthread_mutex_lock(&s->mu);
+  fbx__site_table_visit(&s->sites, merge_site, s);
   fbx__sbuf text = {0};
   op_entry *top = NULL;
   int n_top = 0;
@@ -521,7 +550,8 @@ void fbx_trace_session_destroy(fbx_trace_session *s) {
   pthread_mutex_unlock(&s->mu);
   fbx__sbuf_free(&text);
   fbx_free(top);
-  fbx_trace_flush();
+  fbx_trace_flush(); /* every record naming one of our sites is formatted: free them */
+  fbx__site_table_free(&s->sites);
 
   if (tl_current == s) tl_current = NULL;
   for (int i = 0; i < s->n_unclaimed; i++) {

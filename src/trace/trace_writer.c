@@ -251,7 +251,19 @@ static void drain_locked(tbuf *tb) {
     for (size_t off = 0; off < c->used;) {
       const fbx__rec *r = (const fbx__rec *)(c->data + off);
       off += r->size;
-      if (r->counted) {
+      if (r->kind == FBX__REC_OP) { /* 1-3 counted events */
+        int n = r->n_args, w = 0;
+        if (g_recorded < max) {
+          int64_t allow = max - g_recorded;
+          w = fbx__trace_format_op(&g_fmt, r, pid, tb->tid, base, allow < n ? (int)allow : n);
+          if (g_fmt.oom) { /* these events are lost; keep the rest */
+            g_fmt.oom = 0;
+            w = 0;
+          }
+          __atomic_store_n(&g_recorded, g_recorded + w, __ATOMIC_RELAXED);
+        }
+        if (n > w) __atomic_fetch_add(&g_dropped, n - w, __ATOMIC_RELAXED);
+      } else if (r->counted) {
         if (g_recorded >= max) {
           __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
           continue;
@@ -516,6 +528,54 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
     }
   }
   memset(q, 0, (size_t)(o + size - q)); /* padding: a record's bytes are a pure function of the event */
+  tb_unlock(tb);
+  if (__builtin_expect(flush, 0)) flush_all();
+}
+
+void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
+  int n_ev = site->n_events;
+  if (__builtin_expect(__atomic_load_n(&g_full, __ATOMIC_RELAXED), 0)) {
+    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    return;
+  }
+  tbuf *tb = tbuf_get();
+  if (__builtin_expect(!tb, 0)) {
+    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    return;
+  }
+  uint32_t n_in = r->in_shapes && r->n_in_shapes > 0 ? (uint32_t)r->n_in_shapes : 0;
+  uint32_t n_out = r->out_shapes && r->n_out_shapes > 0 ? (uint32_t)r->n_out_shapes : 0;
+  if (n_in > 4096) n_in = 4096;
+  if (n_out > 4096) n_out = 4096;
+  uint32_t l_dt, l_var, l_rea;
+  size_t size = sizeof(fbx__rec) + 8 + 3 * 8 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
+                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out);
+  size = (size + 7) & ~(size_t)7;
+  bool flush = false;
+  tb_lock(tb);
+  unsigned char *o = tb_reserve(tb, size, &flush);
+  if (__builtin_expect(!o, 0)) {
+    tb_unlock(tb);
+    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    return;
+  }
+  fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, (uint16_t)n_ev, t0, t1};
+  memcpy(o, &h, sizeof h);
+  unsigned char *q = o + sizeof h;
+  memcpy(q, &site, 8);
+  memcpy(q + 8, &r->elements, 8);
+  memcpy(q + 16, &r->bytes, 8);
+  memcpy(q + 24, &r->flops, 8);
+  q = str_put(q + 32, r->dtype, l_dt);
+  q = str_put(q, r->variant, l_var);
+  q = str_put(q, r->reason, l_rea);
+  memcpy(q, &n_in, 4);
+  if (n_in) memcpy(q + 4, r->in_shapes, 8 * (size_t)n_in);
+  q += 4 + 8 * (size_t)n_in;
+  memcpy(q, &n_out, 4);
+  if (n_out) memcpy(q + 4, r->out_shapes, 8 * (size_t)n_out);
+  q += 4 + 8 * (size_t)n_out;
+  memset(q, 0, (size_t)(o + size - q));
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
 }
