@@ -2,24 +2,6 @@
 
 #include <string.h>
 
-size_t fbx_dtype_size(fbx_dtype t) {
-  switch (t) {
-#define X(name, onnx, bytes, ctype, str) case FBX_DTYPE_##name: return bytes;
-    FBX_DTYPE_LIST(X)
-#undef X
-    default: return 0;
-  }
-}
-
-const char *fbx_dtype_name(fbx_dtype t) {
-  switch (t) {
-#define X(name, onnx, bytes, ctype, str) case FBX_DTYPE_##name: return str;
-    FBX_DTYPE_LIST(X)
-#undef X
-    default: return "undefined";
-  }
-}
-
 bool fbx_dtype_is_valid(int onnx_type) { return fbx_dtype_size((fbx_dtype)onnx_type) != 0; }
 
 bool fbx_dtype_is_float(fbx_dtype t) {

@@ -33,8 +33,23 @@ typedef enum fbx_dtype {
 /* Largest rank any value may have. ONNX allows more; such nodes are declined. */
 #define FBX_MAX_RANK 8
 
-size_t fbx_dtype_size(fbx_dtype t);           /* 0 for an unknown type */
-const char *fbx_dtype_name(fbx_dtype t);      /* "float32", ...; "undefined" */
+/* Inline: the executor asks per tensor per node. */
+static inline size_t fbx_dtype_size(fbx_dtype t) { /* 0 for an unknown type */
+  switch (t) {
+#define X(name, onnx, bytes, ctype, str) case FBX_DTYPE_##name: return bytes;
+    FBX_DTYPE_LIST(X)
+#undef X
+    default: return 0;
+  }
+}
+static inline const char *fbx_dtype_name(fbx_dtype t) { /* "float32", ...; "undefined" */
+  switch (t) {
+#define X(name, onnx, bytes, ctype, str) case FBX_DTYPE_##name: return str;
+    FBX_DTYPE_LIST(X)
+#undef X
+    default: return "undefined";
+  }
+}
 bool fbx_dtype_is_valid(int onnx_type);       /* one of FBX_DTYPE_LIST */
 bool fbx_dtype_is_float(fbx_dtype t);         /* F16, F32, F64 */
 bool fbx_dtype_is_int(fbx_dtype t);           /* signed or unsigned integers (not bool) */

@@ -30,19 +30,6 @@ static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, 
   return NULL;
 }
 
-/* Shapes of n tensors as a FBX_TARG_SHAPES list (n, then rank + dims each);
- * the trace formats it at flush, off the hot path. Returns values written. */
-static int fbx__ir_shapes_put(const fbx_tensor *t, int n, int64_t *v) {
-  int k = 0;
-  v[k++] = n;
-  for (int i = 0; i < n; i++) {
-    int r = t[i].rank > FBX_MAX_RANK ? FBX_MAX_RANK : t[i].rank;
-    v[k++] = r;
-    for (int d = 0; d < r; d++) v[k++] = t[i].dims[d];
-  }
-  return k;
-}
-
 /* The trace site of plan node nid (its constant span text, interned in the
  * session bound to this thread), made on the node's first traced run. */
 static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
@@ -51,7 +38,7 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op && n->onnx_op[0] ? n->onnx_op : "op";
   const char *fast = p->fast_names[nid];
   char fast_span[512], suffix[512];
-  fbx_trace_op_site_desc d = {.op = op, .node = n->name ? n->name : "", .node_id = nid,
+  fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .node_id = nid,
                               .device = p->be->vt->name ? p->be->vt->name : "cpu"};
   if (fast && n->op == FBX_IR_OP_FUSED_EW) { /* "Add+Mul+Tanh [fast]", one fused elementwise kernel */
     d.fast_span = fast;
@@ -69,20 +56,23 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   return p->sites[nid] = fbx_trace_op_site_get(fbx_trace_session_current(), &d);
 }
 
+/* The trace's view of n tensors (dims borrowed for the call). */
+static void fbx__ir_trace_tensors(const fbx_tensor *t, int n, fbx_trace_tensor *v) {
+  for (int i = 0; i < n; i++) {
+    v[i].dims = t[i].dims;
+    v[i].rank = t[i].rank > FBX_MAX_RANK ? FBX_MAX_RANK : t[i].rank;
+    v[i].elem_bytes = (uint32_t)fbx_dtype_size(t[i].dtype);
+  }
+}
+
 /* One traced execution: the op span (with its [fast]/[composed] spans) and the op statistics. */
 static void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in, const fbx_tensor *out,
                                int n_out, const fbx_kernel_info *info, uint64_t t0, uint64_t t1) {
-  int64_t ins[1 + FBX_IR_MAX_INPUTS * (1 + FBX_MAX_RANK)], outs[1 + FBX_IR_MAX_OUTPUTS * (1 + FBX_MAX_RANK)];
-  int64_t elems = 1;
-  for (int i = 0; i < out[0].rank; i++) elems *= out[0].dims[i];
-  size_t bytes = 0;
-  for (int i = 0; i < n_in; i++)
-    if (in[i].rank >= 0) bytes += fbx__ir_tensor_bytes(&in[i]);
-  for (int i = 0; i < n_out; i++) bytes += fbx__ir_tensor_bytes(&out[i]);
-  fbx_trace_op_run r = {.in_shapes = ins, .out_shapes = outs, .n_in_shapes = fbx__ir_shapes_put(in, n_in, ins),
-                        .n_out_shapes = fbx__ir_shapes_put(out, n_out, outs), .dtype = fbx_dtype_name(out[0].dtype),
-                        .elements = elems, .bytes = (int64_t)bytes, .flops = info->flops,
-                        .variant = info->variant, .reason = info->reason};
+  fbx_trace_tensor tin[FBX_IR_MAX_INPUTS], tout[FBX_IR_MAX_OUTPUTS];
+  fbx__ir_trace_tensors(in, n_in, tin);
+  fbx__ir_trace_tensors(out, n_out, tout);
+  fbx_trace_op_run r = {.in = tin, .out = tout, .n_in = n_in, .n_out = n_out, .dtype = fbx_dtype_name(out[0].dtype),
+                        .flops = info->flops, .variant = info->variant, .reason = info->reason};
   fbx_trace_op(fbx__ir_trace_site(p, nid), t0, t1, &r);
 }
 

@@ -184,6 +184,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   fbx__ir_plan *p = fbx_calloc(1, sizeof(*p));
   if (!p) return FBX_ERR_OOM();
   p->be = be;
+  p->scope = orig;
   fbx_status *st = NULL;
   bool transform = o->fold || o->fuse;
   if (transform) {

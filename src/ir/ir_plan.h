@@ -26,6 +26,8 @@ typedef struct fbx__ir_plan {
   bool *prepared;                      /* per node id: node_prepare was called by this plan (release it) */
   const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW (or a conv's epilogue), else NULL */
   fbx_trace_op_site **sites;           /* per node id: trace site, made on the node's first traced run */
+  const fbx_ir_graph *scope;           /* the compiled object's original graph: every plan of it runs
+                                          serially, under its owner's lock (the sites' scope) */
   int *slot_of;                        /* per value id: slot or -1 */
   bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
   int *out_pos;                        /* per value id: first graph-output position or -1 */

@@ -63,6 +63,8 @@ typedef struct fbx_trace_session fbx_trace_session;
  * constant text is formatted once per site, at flush). */
 typedef struct fbx_trace_op_site fbx_trace_op_site;
 typedef struct fbx_trace_op_site_desc {
+  const void *scope;           /* executions of sites of one scope never overlap (one scope per
+                                  serially run graph); part of the site's identity */
   const char *op;              /* span name: the op type ("FusedElementwise" for a fused chain) */
   const char *node;            /* node name (may be "") */
   int node_id;
@@ -73,11 +75,19 @@ typedef struct fbx_trace_op_site_desc {
   const char *composed_op;     /* op of the "<op> [composed]" span (a composed fallback), or NULL */
   const char *composed_reason; /* its reason */
 } fbx_trace_op_site_desc;
+/* One tensor of an executed node: its dims (read during the call only), rank
+ * (< 0: an absent optional input) and element size in bytes. */
+typedef struct fbx_trace_tensor {
+  const int64_t *dims;
+  int32_t rank;
+  uint32_t elem_bytes;
+} fbx_trace_tensor;
+/* What varies per execution. The span's "elements" (of output 0) and "bytes"
+ * (read + written) are derived from the tensors when the event is written. */
 typedef struct fbx_trace_op_run {
-  const int64_t *in_shapes, *out_shapes; /* FBX_TARG_SHAPES lists (trace.h above) */
-  int n_in_shapes, n_out_shapes;         /* int64 values in each list */
+  const fbx_trace_tensor *in, *out;
+  int n_in, n_out;                       /* at most 255 each */
   const char *dtype;                     /* output 0's dtype name */
-  int64_t elements, bytes;               /* output 0's elements; bytes read + written */
   double flops;                          /* estimate, 0 if unknown */
   const char *variant, *reason;          /* kernel variant chosen and why (NULL -> "") */
 } fbx_trace_op_run;

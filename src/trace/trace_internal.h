@@ -56,9 +56,9 @@ typedef struct fbx__rec {
 } fbx__rec;
 /* FBX__REC_OP (fbx_trace_op): no name or category; n_args holds the number of
  * events it stands for (1 + [fast] + [composed]). Body: the site pointer (8),
- * elements, bytes (int64), flops (double), then the strings dtype, variant,
- * reason, then the input and the output shapes, each a uint32 count n + n
- * int64s (the FBX_TARG_SHAPES list). */
+ * flops (double), the strings dtype, variant, reason, then uint32 n_in and
+ * n_out and the n_in + n_out tensors, each an int64 header (low 32 bits: the
+ * rank as int32; high 32: the element size) followed by rank int64 dims. */
 
 /* Formats one record (",\n{...}") for thread tid; base = trace clock origin. */
 void fbx__trace_format_rec(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base);
@@ -80,6 +80,7 @@ struct fbx_trace_op_site {
   fbx_trace_session *session;  /* owner (NULL: the process-wide table) */
   struct fbx_trace_op_site *next; /* hash chain of the owner's table */
   uint64_t hash;
+  const void *scope;
   int node_id;
   int n_events;                /* events per execution: 1 + [fast] + [composed] */
   char *op, *node, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;

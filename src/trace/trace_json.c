@@ -686,23 +686,48 @@ static inline char *w_variant(fbx__sbuf *b, char *o, const unsigned char *p, con
   return o;
 }
 
+/* The n tensors of an op record at *pp (FBX__REC_OP) as shape text "1x16x64,1x64"
+ * (rank 0: "scalar", absent: "none"), advancing *pp; adds their bytes to
+ * *bytes and sets *elements0 to the first one's element count. */
+static char *w_tensors(char *o, const unsigned char **pp, uint32_t n, int64_t *bytes, int64_t *elements0) {
+  const unsigned char *p = *pp;
+  for (uint32_t t = 0; t < n; t++) {
+    if (t) *o++ = ',';
+    uint64_t head;
+    memcpy(&head, p, 8);
+    p += 8;
+    int32_t rank = (int32_t)(uint32_t)head;
+    int64_t e = 1;
+    if (rank == 0) o = W_LIT(o, "scalar");
+    else if (rank < 0) o = W_LIT(o, "none");
+    for (int32_t i = 0; i < rank; i++, p += 8) {
+      int64_t d;
+      memcpy(&d, p, 8);
+      if (i) *o++ = 'x';
+      o = w_u64(o, d < 0 ? 0 : (uint64_t)d);
+      e *= d;
+    }
+    if (rank >= 0) *bytes += e * (int64_t)(head >> 32);
+    if (t == 0 && elements0) *elements0 = rank >= 0 ? e : 0;
+  }
+  *pp = p;
+  return o;
+}
+
 int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base, int allow) {
   const unsigned char *p = (const unsigned char *)(r + 1);
   fbx_trace_op_site *site;
-  int64_t elements, bytes;
   double flops;
   memcpy(&site, p, 8);
-  memcpy(&elements, p + 8, 8);
-  memcpy(&bytes, p + 16, 8);
-  memcpy(&flops, p + 24, 8);
-  p += 32;
+  memcpy(&flops, p + 8, 8);
+  p += 16;
   const site_text *st = site_text_get(site);
   if (!st) {
     b->oom = 1;
     return 0;
   }
   /* Upper bound: pieces; copied strings 6 bytes per record byte (they appear
-   * at most twice); 4 literals; shapes <= 3.5 chars per record byte; times. */
+   * at most twice); 4 literals; shapes <= 3.5 chars per record byte; numbers and times. */
   size_t bound = st->total + 12 * (size_t)r->size + 4 * (LIT_ROOM + 8) + 3 * 128 + 256;
   if (room(b, bound)) return 0;
   size_t start = b->len;
@@ -714,19 +739,17 @@ int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint
   p = rec_str(p, &skip);
   const unsigned char *reason = p;
   p = rec_str(p, &skip);
-  uint32_t n_in, n_out;
-  memcpy(&n_in, p, 4);
-  const unsigned char *in = p + 4;
-  p = in + 8 * (size_t)n_in;
-  memcpy(&n_out, p, 4);
-  const unsigned char *out = p + 4;
+  uint32_t counts[2];
+  memcpy(counts, p, 8);
+  p += 8;
+  int64_t bytes = 0, elements = 0;
 
   o = w_piece(o, st, P_OP_HEAD);
   o = w_times(o, r, pid, tid, base);
   o = w_piece(o, st, P_OP_ARGS);
-  o = w_shapes(o, in, n_in);
+  o = w_tensors(o, &p, counts[0], &bytes, NULL);
   o = W_LIT(o, "\",\"output_shapes\":\"");
-  o = w_shapes(o, out, n_out);
+  o = w_tensors(o, &p, counts[1], &bytes, &elements);
   o = W_LIT(o, "\",\"dtype\":");
   const unsigned char *q = dtype;
   o = w_rec_str(b, o, &q, bound, NULL);

@@ -34,7 +34,7 @@ static uint64_t hash_mix(uint64_t h, const char *s) {
 }
 
 static uint64_t desc_hash(const fbx_trace_op_site_desc *d) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)d->node_id;
+  uint64_t h = (1469598103934665603ull ^ (uint64_t)(uint32_t)d->node_id) * 1099511628211ull ^ (uint64_t)(uintptr_t)d->scope;
   const char *f[] = {d->op, d->node, d->device, d->fast_span, d->fast_kernel, d->variant_suffix, d->composed_op,
                      d->composed_reason};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) h = hash_mix(h, f[i]);
@@ -44,7 +44,7 @@ static uint64_t desc_hash(const fbx_trace_op_site_desc *d) {
 static bool str_same(const char *a, const char *b) { return (!a || !b) ? a == b : !strcmp(a, b); }
 
 static bool site_matches(const fbx_trace_op_site *s, const fbx_trace_op_site_desc *d) {
-  return s->node_id == d->node_id && str_same(s->op, d->op) && str_same(s->node, d->node) &&
+  return s->scope == d->scope && s->node_id == d->node_id && str_same(s->op, d->op) && str_same(s->node, d->node) &&
          str_same(s->device, d->device) && str_same(s->fast_span, d->fast_span) &&
          str_same(s->fast_kernel, d->fast_kernel) && str_same(s->variant_suffix, d->variant_suffix) &&
          str_same(s->composed_op, d->composed_op) && str_same(s->composed_reason, d->composed_reason);
@@ -72,6 +72,7 @@ static fbx_trace_op_site *site_new(const fbx_trace_op_site_desc *d, fbx_trace_se
   s->session = owner;
   s->hash = h;
   s->node_id = d->node_id;
+  s->scope = d->scope;
   s->op = dup_opt(d->op ? d->op : "op", &ok);
   s->node = dup_opt(d->node ? d->node : "", &ok);
   s->device = dup_opt(d->device ? d->device : "cpu", &ok);
@@ -146,6 +147,23 @@ void fbx__site_table_free(fbx__site_table *t) {
 /* ORT's profiler gets the same events as generic spans (that path is only
  * live while the application profiles, and ORT's own per-event cost there is
  * far above ours). */
+/* n tensors as a FBX_TARG_SHAPES list in v (1 + n * (1 + PROF_MAX_RANK) values); adds their bytes. */
+enum { PROF_MAX_TENSORS = 64, PROF_MAX_RANK = 8 };
+static int shapes_list(const fbx_trace_tensor *t, int n, int64_t *v, int64_t *bytes, int64_t *elements0) {
+  if (n > PROF_MAX_TENSORS) n = PROF_MAX_TENSORS;
+  int k = 0;
+  v[k++] = n;
+  for (int i = 0; i < n; i++) {
+    int r = t[i].rank > PROF_MAX_RANK ? PROF_MAX_RANK : t[i].rank;
+    int64_t e = 1;
+    v[k++] = r;
+    for (int d = 0; d < r; d++) e *= (v[k++] = t[i].dims[d]);
+    if (r >= 0) *bytes += e * (int64_t)t[i].elem_bytes;
+    if (i == 0 && elements0) *elements0 = r >= 0 ? e : 0;
+  }
+  return k;
+}
+
 static void op_to_profiler(const fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
   const char *variant = r->variant ? r->variant : "";
   char vbuf[512], name[512];
@@ -153,15 +171,19 @@ static void op_to_profiler(const fbx_trace_op_site *site, uint64_t t0, uint64_t 
     snprintf(vbuf, sizeof vbuf, "%s%s", variant, site->variant_suffix);
     variant = vbuf;
   }
+  int64_t ins[1 + PROF_MAX_TENSORS * (1 + PROF_MAX_RANK)], outs[1 + PROF_MAX_TENSORS * (1 + PROF_MAX_RANK)];
+  int64_t bytes = 0, elements = 0;
+  int n_ins = shapes_list(r->in, r->in ? r->n_in : 0, ins, &bytes, NULL);
+  int n_outs = shapes_list(r->out, r->out ? r->n_out : 0, outs, &bytes, &elements);
   fbx_trace_arg args[] = {
       FBX_TARG_I("node_id", site->node_id),
       FBX_TARG_S("node", site->node),
       FBX_TARG_S("device", site->device),
-      FBX_TARG_SHAPES_V("input_shapes", r->in_shapes, r->n_in_shapes),
-      FBX_TARG_SHAPES_V("output_shapes", r->out_shapes, r->n_out_shapes),
+      FBX_TARG_SHAPES_V("input_shapes", ins, n_ins),
+      FBX_TARG_SHAPES_V("output_shapes", outs, n_outs),
       FBX_TARG_S("dtype", r->dtype ? r->dtype : ""),
-      FBX_TARG_I("elements", r->elements),
-      FBX_TARG_I("bytes", r->bytes),
+      FBX_TARG_I("elements", elements),
+      FBX_TARG_I("bytes", bytes),
       FBX_TARG_D("flops", r->flops),
       FBX_TARG_S("kernel_variant", variant),
       FBX_TARG_S("kernel_variant_reason", r->reason ? r->reason : ""),
@@ -183,8 +205,11 @@ void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const
   int f = fbx_trace_flags();
   if (__builtin_expect(!site || !(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_PROFILER)), 0)) return;
   if (f & FBX_TRACE_F_SUMMARY) {
-    __atomic_fetch_add(&site->ns, t1_ns - t0_ns, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&site->calls, 1, __ATOMIC_RELAXED);
+    /* Not a locked add: executions of one site never overlap (its scope
+     * promises it), so a relaxed load + store loses nothing, at a fraction of
+     * a lock-prefixed add's cost. */
+    __atomic_store_n(&site->ns, __atomic_load_n(&site->ns, __ATOMIC_RELAXED) + (t1_ns - t0_ns), __ATOMIC_RELAXED);
+    __atomic_store_n(&site->calls, __atomic_load_n(&site->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     if (__builtin_expect(site->composed_op != NULL, 0)) fbx__trace_session_composed_tick(site->session);
   }
   if (f & FBX_TRACE_F_PROFILER) op_to_profiler(site, t0_ns, t1_ns, r);

@@ -543,13 +543,14 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
     __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
     return;
   }
-  uint32_t n_in = r->in_shapes && r->n_in_shapes > 0 ? (uint32_t)r->n_in_shapes : 0;
-  uint32_t n_out = r->out_shapes && r->n_out_shapes > 0 ? (uint32_t)r->n_out_shapes : 0;
-  if (n_in > 4096) n_in = 4096;
-  if (n_out > 4096) n_out = 4096;
+  int n_in = r->in && r->n_in > 0 ? (r->n_in > 255 ? 255 : r->n_in) : 0;
+  int n_out = r->out && r->n_out > 0 ? (r->n_out > 255 ? 255 : r->n_out) : 0;
+  size_t dims = 0;
+  for (int i = 0; i < n_in; i++) dims += r->in[i].rank > 0 ? (size_t)r->in[i].rank : 0;
+  for (int i = 0; i < n_out; i++) dims += r->out[i].rank > 0 ? (size_t)r->out[i].rank : 0;
   uint32_t l_dt, l_var, l_rea;
-  size_t size = sizeof(fbx__rec) + 8 + 3 * 8 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
-                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out);
+  size_t size = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
+                str_size(r->reason, &l_rea) + 8 + 8 * ((size_t)(n_in + n_out) + dims);
   size = (size + 7) & ~(size_t)7;
   bool flush = false;
   tb_lock(tb);
@@ -563,18 +564,21 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   memcpy(o, &h, sizeof h);
   unsigned char *q = o + sizeof h;
   memcpy(q, &site, 8);
-  memcpy(q + 8, &r->elements, 8);
-  memcpy(q + 16, &r->bytes, 8);
-  memcpy(q + 24, &r->flops, 8);
-  q = str_put(q + 32, r->dtype, l_dt);
+  memcpy(q + 8, &r->flops, 8);
+  q = str_put(q + 16, r->dtype, l_dt);
   q = str_put(q, r->variant, l_var);
   q = str_put(q, r->reason, l_rea);
-  memcpy(q, &n_in, 4);
-  if (n_in) memcpy(q + 4, r->in_shapes, 8 * (size_t)n_in);
-  q += 4 + 8 * (size_t)n_in;
-  memcpy(q, &n_out, 4);
-  if (n_out) memcpy(q + 4, r->out_shapes, 8 * (size_t)n_out);
-  q += 4 + 8 * (size_t)n_out;
+  uint32_t counts[2] = {(uint32_t)n_in, (uint32_t)n_out};
+  memcpy(q, counts, 8);
+  q += 8;
+  for (int k = 0; k < n_in + n_out; k++) {
+    const fbx_trace_tensor *t = k < n_in ? &r->in[k] : &r->out[k - n_in];
+    int32_t rank = t->rank;
+    uint64_t head = (uint64_t)(uint32_t)rank | (uint64_t)t->elem_bytes << 32;
+    memcpy(q, &head, 8);
+    q += 8;
+    for (int d = 0; d < rank; d++, q += 8) memcpy(q, &t->dims[d], 8);
+  }
   memset(q, 0, (size_t)(o + size - q));
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
