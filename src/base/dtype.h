@@ -35,12 +35,12 @@ typedef enum fbx_dtype {
 
 /* Inline: the executor asks per tensor per node. */
 static inline size_t fbx_dtype_size(fbx_dtype t) { /* 0 for an unknown type */
-  switch (t) {
-#define X(name, onnx, bytes, ctype, str) case FBX_DTYPE_##name: return bytes;
-    FBX_DTYPE_LIST(X)
+  static const unsigned char k_size[16] = {
+#define X(name, onnx, bytes, ctype, str) [onnx] = bytes,
+      FBX_DTYPE_LIST(X)
 #undef X
-    default: return 0;
-  }
+  };
+  return (unsigned)t < 16 ? k_size[(unsigned)t] : 0;
 }
 static inline const char *fbx_dtype_name(fbx_dtype t) { /* "float32", ...; "undefined" */
   switch (t) {

@@ -60,7 +60,7 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
 static void fbx__ir_trace_tensors(const fbx_tensor *t, int n, fbx_trace_tensor *v) {
   for (int i = 0; i < n; i++) {
     v[i].dims = t[i].dims;
-    v[i].rank = t[i].rank > FBX_MAX_RANK ? FBX_MAX_RANK : t[i].rank;
+    v[i].rank = t[i].rank; /* <= FBX_MAX_RANK */
     v[i].elem_bytes = (uint32_t)fbx_dtype_size(t[i].dtype);
   }
 }

@@ -76,7 +76,9 @@ typedef struct fbx_trace_op_site_desc {
   const char *composed_reason; /* its reason */
 } fbx_trace_op_site_desc;
 /* One tensor of an executed node: its dims (read during the call only), rank
- * (< 0: an absent optional input) and element size in bytes. */
+ * (< 0: an absent optional input; at most FBX_TRACE_MAX_RANK dims are kept)
+ * and element size in bytes. */
+#define FBX_TRACE_MAX_RANK 16
 typedef struct fbx_trace_tensor {
   const int64_t *dims;
   int32_t rank;

@@ -714,6 +714,42 @@ static char *w_tensors(char *o, const unsigned char **pp, uint32_t n, int64_t *b
   return o;
 }
 
+/* Args memo: the op span's text from its input shapes to its end depends only
+ * on the record's bytes after the site pointer (flops, dtype, variant,
+ * reason, tensors; zero-padded) when the site adds no variant suffix. Decode
+ * steps repeat those bytes for most nodes, so that text is memoized by them:
+ * hash, compare, copy. Under the writer's mutex. */
+enum { OPM_N = 2048, OPM_KEY_MAX = 1024, OPM_TXT_MAX = 2048 };
+typedef struct opm_entry {
+  uint64_t h;
+  uint32_t klen, tlen, kcap, tcap;
+  unsigned char *key;
+  char *txt;
+} opm_entry;
+static opm_entry g_opm[OPM_N];
+
+static void opm_store(opm_entry *m, uint64_t h, const unsigned char *key, uint32_t klen, const char *txt, size_t tlen) {
+  m->h = 0; /* invalid until filled */
+  if (klen > OPM_KEY_MAX || tlen > OPM_TXT_MAX) return;
+  if (m->kcap < klen) {
+    unsigned char *k = fbx_realloc(m->key, klen);
+    if (!k) return;
+    m->key = k;
+    m->kcap = klen;
+  }
+  if (m->tcap < tlen) {
+    char *t = fbx_realloc(m->txt, tlen);
+    if (!t) return;
+    m->txt = t;
+    m->tcap = (uint32_t)tlen;
+  }
+  memcpy(m->key, key, klen);
+  memcpy(m->txt, txt, tlen);
+  m->klen = klen;
+  m->tlen = (uint32_t)tlen;
+  m->h = h;
+}
+
 int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base, int allow) {
   const unsigned char *p = (const unsigned char *)(r + 1);
   fbx_trace_op_site *site;
@@ -747,24 +783,35 @@ int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint
   o = w_piece(o, st, P_OP_HEAD);
   o = w_times(o, r, pid, tid, base);
   o = w_piece(o, st, P_OP_ARGS);
-  o = w_tensors(o, &p, counts[0], &bytes, NULL);
-  o = W_LIT(o, "\",\"output_shapes\":\"");
-  o = w_tensors(o, &p, counts[1], &bytes, &elements);
-  o = W_LIT(o, "\",\"dtype\":");
-  const unsigned char *q = dtype;
-  o = w_rec_str(b, o, &q, bound, NULL);
-  o = W_LIT(o, ",\"elements\":");
-  o = w_i64(o, elements);
-  o = W_LIT(o, ",\"bytes\":");
-  o = w_i64(o, bytes);
-  o = W_LIT(o, ",\"flops\":");
-  o = w_dbl(b, o, flops, bound);
-  o = W_LIT(o, ",\"kernel_variant\":");
-  o = w_variant(b, o, variant, st, bound);
-  o = W_LIT(o, ",\"kernel_variant_reason\":");
-  q = reason;
-  o = w_rec_str(b, o, &q, bound, NULL);
-  o = W_LIT(o, "}}");
+  const unsigned char *key = (const unsigned char *)(r + 1) + 8;
+  uint32_t klen = r->size - (uint32_t)sizeof *r - 8;
+  uint64_t h = memo_hash(key, klen) | 1;
+  opm_entry *m = st->len[P_SUFFIX] ? NULL : &g_opm[h >> 53 & (OPM_N - 1)];
+  if (m && m->h == h && m->klen == klen && !memcmp(m->key, key, klen)) {
+    memcpy(o, m->txt, m->tlen);
+    o += m->tlen;
+  } else {
+    size_t args_at = (size_t)(o - b->p); /* an offset: the literal cache may grow the buffer */
+    o = w_tensors(o, &p, counts[0], &bytes, NULL);
+    o = W_LIT(o, "\",\"output_shapes\":\"");
+    o = w_tensors(o, &p, counts[1], &bytes, &elements);
+    o = W_LIT(o, "\",\"dtype\":");
+    const unsigned char *q = dtype;
+    o = w_rec_str(b, o, &q, bound, NULL);
+    o = W_LIT(o, ",\"elements\":");
+    o = w_i64(o, elements);
+    o = W_LIT(o, ",\"bytes\":");
+    o = w_i64(o, bytes);
+    o = W_LIT(o, ",\"flops\":");
+    o = w_dbl(b, o, flops, bound);
+    o = W_LIT(o, ",\"kernel_variant\":");
+    o = w_variant(b, o, variant, st, bound);
+    o = W_LIT(o, ",\"kernel_variant_reason\":");
+    q = reason;
+    o = w_rec_str(b, o, &q, bound, NULL);
+    o = W_LIT(o, "}}");
+    if (m && !b->oom) opm_store(m, h, key, klen, b->p + args_at, (size_t)(o - b->p) - args_at);
+  }
   int written = 1;
   if (site->fast_span && written < allow) {
     o = w_piece(o, st, P_FAST_HEAD);

@@ -545,24 +545,19 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   }
   int n_in = r->in && r->n_in > 0 ? (r->n_in > 255 ? 255 : r->n_in) : 0;
   int n_out = r->out && r->n_out > 0 ? (r->n_out > 255 ? 255 : r->n_out) : 0;
-  size_t dims = 0;
-  for (int i = 0; i < n_in; i++) dims += r->in[i].rank > 0 ? (size_t)r->in[i].rank : 0;
-  for (int i = 0; i < n_out; i++) dims += r->out[i].rank > 0 ? (size_t)r->out[i].rank : 0;
   uint32_t l_dt, l_var, l_rea;
-  size_t size = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
-                str_size(r->reason, &l_rea) + 8 + 8 * ((size_t)(n_in + n_out) + dims);
-  size = (size + 7) & ~(size_t)7;
+  /* reserve the most it can take, then keep what was written (one pass over the tensors) */
+  size_t most = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
+                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) + 8;
   bool flush = false;
   tb_lock(tb);
-  unsigned char *o = tb_reserve(tb, size, &flush);
+  unsigned char *o = tb_reserve(tb, most, &flush);
   if (__builtin_expect(!o, 0)) {
     tb_unlock(tb);
     __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
     return;
   }
-  fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, (uint16_t)n_ev, t0, t1};
-  memcpy(o, &h, sizeof h);
-  unsigned char *q = o + sizeof h;
+  unsigned char *q = o + sizeof(fbx__rec);
   memcpy(q, &site, 8);
   memcpy(q + 8, &r->flops, 8);
   q = str_put(q + 16, r->dtype, l_dt);
@@ -573,13 +568,17 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   q += 8;
   for (int k = 0; k < n_in + n_out; k++) {
     const fbx_trace_tensor *t = k < n_in ? &r->in[k] : &r->out[k - n_in];
-    int32_t rank = t->rank;
+    int32_t rank = t->rank > FBX_TRACE_MAX_RANK ? FBX_TRACE_MAX_RANK : t->rank;
     uint64_t head = (uint64_t)(uint32_t)rank | (uint64_t)t->elem_bytes << 32;
     memcpy(q, &head, 8);
     q += 8;
     for (int d = 0; d < rank; d++, q += 8) memcpy(q, &t->dims[d], 8);
   }
-  memset(q, 0, (size_t)(o + size - q));
+  memset(q, 0, 8); /* zero padding (trace_internal.h): at most 7 bytes of it are kept */
+  size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;
+  tb->tail->used -= most - size;
+  fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, (uint16_t)n_ev, t0, t1};
+  memcpy(o, &h, sizeof h);
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
 }
