@@ -73,7 +73,13 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   /* Counter tracks at the eval boundary; the memory budget is the machine's RAM. */
   fbx_backend *be = k->ep->backend;
   size_t in_use = be->vt->memory_in_use ? be->vt->memory_in_use(be) : 0;
-  fbx_trace_sample_counters(in_use, (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE));
+  static size_t ram = 0; /* sysconf(_SC_PHYS_PAGES) is a system call: once */
+  size_t budget = __atomic_load_n(&ram, __ATOMIC_RELAXED);
+  if (!budget) {
+    budget = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    __atomic_store_n(&ram, budget, __ATOMIC_RELAXED);
+  }
+  fbx_trace_sample_counters(in_use, budget);
 }
 
 static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {

@@ -548,7 +548,8 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   uint32_t l_dt, l_var, l_rea;
   /* reserve the most it can take, then keep what was written (one pass over the tensors) */
   size_t most = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
-                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) + 8;
+                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) +
+                8 * FBX_TRACE_DIMS_MIN;
   bool flush = false;
   tb_lock(tb);
   unsigned char *o = tb_reserve(tb, most, &flush);
@@ -572,7 +573,13 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
     uint64_t head = (uint64_t)(uint32_t)rank | (uint64_t)t->elem_bytes << 32;
     memcpy(q, &head, 8);
     q += 8;
-    for (int d = 0; d < rank; d++, q += 8) memcpy(q, &t->dims[d], 8);
+    if (rank <= FBX_TRACE_DIMS_MIN) { /* one fixed-size block; the record keeps `rank` of it */
+      memcpy(q, t->dims, 8 * FBX_TRACE_DIMS_MIN);
+      q += 8 * (rank > 0 ? rank : 0);
+    } else {
+      memcpy(q, t->dims, 8 * (size_t)rank);
+      q += 8 * (size_t)rank;
+    }
   }
   memset(q, 0, 8); /* zero padding (trace_internal.h): at most 7 bytes of it are kept */
   size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;
