@@ -54,8 +54,8 @@ typedef struct fbx__rec {
   uint16_t n_args;
   uint64_t t0, t1;  /* clock ns; for C, t1 holds the double value's bits */
 } fbx__rec;
-/* FBX__REC_OP (fbx_trace_op): no name or category; n_args holds the number of
- * events it stands for (1 + [fast] + [composed]). Body: the site pointer (8),
+/* FBX__REC_OP (fbx_trace_op): no name or category; n_args is 0 (the site
+ * knows how many events the record stands for: fbx_trace_op_site.n_events). Body: the site pointer (8),
  * flops (double), the strings dtype, variant, reason, then uint32 n_in and
  * n_out and the n_in + n_out tensors, each an int64 header (low 32 bits: the
  * rank as int32; high 32: the element size) followed by rank int64 dims. */
@@ -82,7 +82,7 @@ struct fbx_trace_op_site {
   uint64_t hash;
   const void *scope;
   int node_id;
-  int n_events;                /* events per execution: 1 + [fast] + [composed] */
+  int n_events;                /* events per execution: the op span, [fast], [composed] and its counter sample */
   char *op, *node, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
   void *json;                  /* constant JSON pieces (trace_json.c), built at the first flush */
 };
@@ -97,9 +97,17 @@ fbx__site_table *fbx__trace_session_sites(fbx_trace_session *s); /* trace_sessio
 void fbx__site_table_visit(fbx__site_table *t, void (*fn)(void *ctx, const struct fbx_trace_op_site *), void *ctx);
 void fbx__site_table_free(fbx__site_table *t); /* the sites and their JSON pieces */
 /* Writer (trace_writer.c): one FBX__REC_OP record for the calling thread. */
-void fbx__trace_record_op(const struct fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r);
+void fbx__trace_record_op(struct fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r);
+/* One execution of site into its statistics (atomic adds). With FUSEBOX_TRACE
+ * on, the flush does this per record, so the recording thread never touches
+ * the site (a cache miss per node); records dropped on the hot path come here
+ * directly. */
+void fbx__trace_site_account(struct fbx_trace_op_site *site, uint64_t ns);
 /* Session: one more composed execution; emits the fusebox.composed_path_count counter. */
 void fbx__trace_session_composed_tick(fbx_trace_session *s);
+/* Session: one more composed execution; returns the running count (the
+ * counter sample an op record's flush writes). */
+int64_t fbx__trace_session_composed_next(fbx_trace_session *s);
 
 /* Session (trace_session.c): fast/composed spans seen by fbx_trace_complete. */
 void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_trace_arg *args, int n_args);

@@ -417,13 +417,12 @@ static inline uint64_t memo_hash(const unsigned char *p, size_t n) { /* n: a mul
   return h * 0x9e3779b97f4a7c15ull;
 }
 
-/* The times part: ts (and dur for X), pid, tid. */
-static inline char *w_times(char *o, const fbx__rec *r, int pid, int tid, uint64_t base) {
-  uint64_t t0 = r->t0;
+/* The times part: ts (and dur when t1 != NULL), pid, tid. */
+static inline char *w_times_at(char *o, uint64_t t0, const uint64_t *t1, int pid, int tid, uint64_t base) {
   o = w_ts(o, t0 >= base ? t0 - base : 0);
-  if (r->kind == FBX__REC_X || r->kind == FBX__REC_OP) {
+  if (t1) {
     o = W_LIT(o, ",\"dur\":");
-    o = w_ts(o, r->t1 >= t0 ? r->t1 - t0 : 0);
+    o = w_ts(o, *t1 >= t0 ? *t1 - t0 : 0);
   }
   static char pt[48]; /* ,"pid":P,"tid":T of the last buffer formatted (under the writer's mutex) */
   static int pt_pid = 0, pt_tid = 0;
@@ -439,6 +438,10 @@ static inline char *w_times(char *o, const fbx__rec *r, int pid, int tid, uint64
   }
   memcpy(o, pt, sizeof pt);
   return o + pt_len;
+}
+static inline char *w_times(char *o, const fbx__rec *r, int pid, int tid, uint64_t base) {
+  bool dur = r->kind == FBX__REC_X || r->kind == FBX__REC_OP;
+  return w_times_at(o, r->t0, dur ? &r->t1 : NULL, pid, tid, base);
 }
 
 static void format_rec_slow(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base, memo_entry *m,
@@ -764,7 +767,7 @@ int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint
   }
   /* Upper bound: pieces; copied strings 6 bytes per record byte (they appear
    * at most twice); 4 literals; shapes <= 3.5 chars per record byte; numbers and times. */
-  size_t bound = st->total + 12 * (size_t)r->size + 4 * (LIT_ROOM + 8) + 3 * 128 + 256;
+  size_t bound = st->total + 12 * (size_t)r->size + 4 * (LIT_ROOM + 8) + 4 * 128 + 256;
   if (room(b, bound)) return 0;
   size_t start = b->len;
   char *o = b->p + start;
@@ -825,6 +828,14 @@ int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint
     o = w_piece(o, st, P_COMP_HEAD);
     o = w_times(o, r, pid, tid, base);
     o = w_piece(o, st, P_COMP_ARGS);
+    written++;
+  }
+  if (site->composed_op && site->session && written < allow) { /* the session's running composed count */
+    o = W_LIT(o, ",\n{\"name\":\"fusebox.composed_path_count\",\"cat\":\"counter\",\"ph\":\"C\",\"ts\":");
+    o = w_times_at(o, r->t0, NULL, pid, tid, base);
+    o = W_LIT(o, ",\"args\":{\"value\":");
+    o = w_i64(o, fbx__trace_session_composed_next(site->session));
+    o = W_LIT(o, "}}");
     written++;
   }
   if (b->oom) {

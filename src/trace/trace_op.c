@@ -81,7 +81,7 @@ static fbx_trace_op_site *site_new(const fbx_trace_op_site_desc *d, fbx_trace_se
   s->variant_suffix = dup_opt(d->variant_suffix, &ok);
   s->composed_op = dup_opt(d->composed_op, &ok);
   s->composed_reason = dup_opt(d->composed_op ? (d->composed_reason ? d->composed_reason : "") : NULL, &ok);
-  s->n_events = 1 + (s->fast_span != NULL) + (s->composed_op != NULL);
+  s->n_events = 1 + (s->fast_span != NULL) + (s->composed_op != NULL) + (s->composed_op && owner); /* counter: per session */
   if (!ok) {
     site_free(s);
     return NULL;
@@ -201,19 +201,24 @@ static void op_to_profiler(const fbx_trace_op_site *site, uint64_t t0, uint64_t 
   }
 }
 
+void fbx__trace_site_account(fbx_trace_op_site *site, uint64_t ns) {
+  __atomic_fetch_add(&site->ns, ns, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&site->calls, 1, __ATOMIC_RELAXED);
+}
+
 void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const fbx_trace_op_run *r) {
   int f = fbx_trace_flags();
   if (__builtin_expect(!site || !(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_PROFILER)), 0)) return;
-  if (f & FBX_TRACE_F_SUMMARY) {
+  if (f & FBX_TRACE_F_PROFILER) op_to_profiler(site, t0_ns, t1_ns, r);
+  if (f & FBX_TRACE_F_JSON) { /* statistics are taken from the record at flush */
+    fbx__trace_record_op(site, t0_ns, t1_ns, r);
+  } else if (f & FBX_TRACE_F_SUMMARY) {
     /* Not a locked add: executions of one site never overlap (its scope
      * promises it), so a relaxed load + store loses nothing, at a fraction of
      * a lock-prefixed add's cost. */
     __atomic_store_n(&site->ns, __atomic_load_n(&site->ns, __ATOMIC_RELAXED) + (t1_ns - t0_ns), __ATOMIC_RELAXED);
     __atomic_store_n(&site->calls, __atomic_load_n(&site->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    if (__builtin_expect(site->composed_op != NULL, 0)) fbx__trace_session_composed_tick(site->session);
   }
-  if (f & FBX_TRACE_F_PROFILER) op_to_profiler(site, t0_ns, t1_ns, r);
-  if (f & FBX_TRACE_F_JSON) fbx__trace_record_op(site, t0_ns, t1_ns, r);
 }
 
 #else

@@ -246,6 +246,10 @@ void fbx_trace_session_op(fbx_trace_session *s, const char *op_type, uint64_t ns
 
 fbx__site_table *fbx__trace_session_sites(fbx_trace_session *s) { return &s->sites; }
 
+int64_t fbx__trace_session_composed_next(fbx_trace_session *s) {
+  return s ? __atomic_add_fetch(&s->composed_live, 1, __ATOMIC_RELAXED) : 0;
+}
+
 void fbx__trace_session_composed_tick(fbx_trace_session *s) {
   if (!s) return;
   int64_t n = __atomic_add_fetch(&s->composed_live, 1, __ATOMIC_RELAXED);

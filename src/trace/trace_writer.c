@@ -251,8 +251,11 @@ static void drain_locked(tbuf *tb) {
     for (size_t off = 0; off < c->used;) {
       const fbx__rec *r = (const fbx__rec *)(c->data + off);
       off += r->size;
-      if (r->kind == FBX__REC_OP) { /* 1-3 counted events */
-        int n = r->n_args, w = 0;
+      if (r->kind == FBX__REC_OP) { /* the site's counted events (1-4), and its statistics */
+        fbx_trace_op_site *site;
+        memcpy(&site, r + 1, sizeof site);
+        fbx__trace_site_account(site, r->t1 - r->t0);
+        int n = site->n_events, w = 0;
         if (g_recorded < max) {
           int64_t allow = max - g_recorded;
           w = fbx__trace_format_op(&g_fmt, r, pid, tb->tid, base, allow < n ? (int)allow : n);
@@ -532,15 +535,21 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
   if (__builtin_expect(flush, 0)) flush_all();
 }
 
-void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
-  int n_ev = site->n_events;
+/* An op record that will not be written: its events count as dropped, its time still counts. */
+static void op_dropped(fbx_trace_op_site *site, uint64_t t0, uint64_t t1) {
+  fbx__trace_site_account(site, t1 - t0);
+  __atomic_fetch_add(&g_dropped, site->n_events, __ATOMIC_RELAXED);
+}
+
+/* Touches nothing of the site (its statistics are kept at flush): one record into this thread's buffer. */
+void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
   if (__builtin_expect(__atomic_load_n(&g_full, __ATOMIC_RELAXED), 0)) {
-    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    op_dropped(site, t0, t1);
     return;
   }
   tbuf *tb = tbuf_get();
   if (__builtin_expect(!tb, 0)) {
-    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    op_dropped(site, t0, t1);
     return;
   }
   int n_in = r->in && r->n_in > 0 ? (r->n_in > 255 ? 255 : r->n_in) : 0;
@@ -555,7 +564,7 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   unsigned char *o = tb_reserve(tb, most, &flush);
   if (__builtin_expect(!o, 0)) {
     tb_unlock(tb);
-    __atomic_fetch_add(&g_dropped, n_ev, __ATOMIC_RELAXED);
+    op_dropped(site, t0, t1);
     return;
   }
   unsigned char *q = o + sizeof(fbx__rec);
@@ -584,7 +593,7 @@ void fbx__trace_record_op(const fbx_trace_op_site *site, uint64_t t0, uint64_t t
   memset(q, 0, 8); /* zero padding (trace_internal.h): at most 7 bytes of it are kept */
   size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;
   tb->tail->used -= most - size;
-  fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, (uint16_t)n_ev, t0, t1};
+  fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, 0, t0, t1};
   memcpy(o, &h, sizeof h);
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
