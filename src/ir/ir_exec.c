@@ -89,8 +89,12 @@ static fbx_status *fbx__ir_host_view(fbx_backend *be, fbx_tensor *t, void **tmp)
   return NULL;
 }
 
+/* clock: NULL when not tracing; else the end of the previous step (or the
+ * plan's start), which this step's span starts at: a span covers the node's
+ * whole step (shape inference, output binding, kernel), so the spans of a
+ * plan tile its run with one clock read per node. */
 static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn output_fn, void *output_ctx,
-                                    bool tracing) {
+                                    uint64_t *clock) {
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
   const fbx_ir_node *n = &g->nodes[nid];
@@ -135,11 +139,11 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
     p->rt[v] = out[o];
   }
   fbx_kernel_info info = {0};
-  if (tracing) {
-    uint64_t t0 = fbx_trace_now_ns();
+  if (clock) {
     st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);
     uint64_t t1 = fbx_trace_now_ns();
-    if (!st) fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &info, t0, t1);
+    if (!st) fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &info, *clock, t1);
+    *clock = t1;
   } else {
     st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
   }
@@ -192,7 +196,9 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
     }
   }
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
-  for (int s = 0; s < p->n_steps; s++) FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing));
+  uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
+  for (int s = 0; s < p->n_steps; s++)
+    FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing ? &clock : NULL));
   if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) {
