@@ -61,8 +61,7 @@ static void fbx__cpu_pool_run_range(fbx_cpu_pool *p, int64_t b, int64_t e, int w
     uint64_t t0 = fbx_trace_now_ns();
     p->fn(p->arg, b, e, w);
     uint64_t t1 = fbx_trace_now_ns();
-    fbx_trace_arg args[3] = {FBX_TARG_I("worker", w), FBX_TARG_I("begin", b), FBX_TARG_I("end", e)};
-    fbx_trace_complete(p->name ? p->name : "op", "op.worker", t0, t1, args, 3);
+    fbx_trace_slice(p->name ? p->name : "op", t0, t1, w, b, e);
   } else {
     p->fn(p->arg, b, e, w);
   }
