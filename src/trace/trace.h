@@ -77,7 +77,7 @@ typedef struct fbx_trace_op_site_desc {
 } fbx_trace_op_site_desc;
 /* One tensor of an executed node: its dims (read during the call only; the
  * array must hold at least FBX_TRACE_DIMS_MIN values, whatever the rank, so
- * they copy as one block), rank (< 0: an absent optional input; at most
+ * they copy as one block; may be NULL when rank <= 0), rank (< 0: an absent optional input; at most
  * FBX_TRACE_MAX_RANK dims are kept) and element size in bytes. */
 #define FBX_TRACE_DIMS_MIN 8
 #define FBX_TRACE_MAX_RANK 16

@@ -582,9 +582,10 @@ void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, con
     uint64_t head = (uint64_t)(uint32_t)rank | (uint64_t)t->elem_bytes << 32;
     memcpy(q, &head, 8);
     q += 8;
-    if (rank <= FBX_TRACE_DIMS_MIN) { /* one fixed-size block; the record keeps `rank` of it */
+    if (rank <= 0) { /* no dims (dims may be NULL) */
+    } else if (rank <= FBX_TRACE_DIMS_MIN) { /* one fixed-size block; the record keeps `rank` of it */
       memcpy(q, t->dims, 8 * FBX_TRACE_DIMS_MIN);
-      q += 8 * (rank > 0 ? rank : 0);
+      q += 8 * rank;
     } else {
       memcpy(q, t->dims, 8 * (size_t)rank);
       q += 8 * (size_t)rank;
