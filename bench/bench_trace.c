@@ -10,7 +10,9 @@
 // per-repetition ratios:   (a) unset vs off  (goal <= +0.5%)   (b) on vs unset  (goal <= +5%).
 //
 //   bench_trace --lib LIB --lib-off LIB_OFF [--reps 15] [--steps 48] [--prompt 16] [--rounds 3]
-//               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json]
+//               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json] [--threads N]
+// --threads N sets ORT's intra-op threads and the Fusebox EP option threads=N (default: both
+// libraries' defaults, one thread per online core).
 //   bench_trace --worker MODEL PROMPT STEPS ROUNDS    (one process: prints "decode_ms_per_token X")
 //   bench_trace --micro N TRACE_FILE   (in-process ns per event of src/trace itself; see micro())
 // A worker prefills PROMPT tokens, then decodes STEPS tokens greedily, ROUNDS times (cache reset
@@ -53,6 +55,15 @@ static int worker(const char *model, int prompt, int steps, int rounds) {
   err = fbx_host_open(NULL, NULL, &h);
   fbx_host_session_opts o = fbx_host_session_opts_default();
   o.use_fusebox = 1;
+  /* --threads N (passed down as BENCH_TRACE_THREADS): ORT's intra-op threads and Fusebox's threads */
+  const char *th = getenv("BENCH_TRACE_THREADS");
+  const char *th_key[] = {"threads"}, *th_val[] = {th};
+  if (th && atoi(th) > 0) {
+    o.intra_threads = atoi(th);
+    o.ep_keys = th_key;
+    o.ep_vals = th_val;
+    o.n_ep_opts = 1;
+  }
   if (!err) err = fbx_host_session_create(h, path, &o, &s);
   if (!err) err = fbx_host_decoder_init(&d, s);
   if (!err) have_d = 1;
@@ -220,6 +231,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--steps")) steps = atoi(v);
     else if (!strcmp(a, "--prompt")) prompt = atoi(v);
     else if (!strcmp(a, "--rounds")) rounds = atoi(v);
+    else if (!strcmp(a, "--threads")) setenv("BENCH_TRACE_THREADS", v, 1);
     else {
       fprintf(stderr, "bench_trace: unknown option %s (see the comment at the top of bench/bench_trace.c)\n", a);
       return 2;
@@ -228,7 +240,7 @@ int main(int argc, char **argv) {
   }
   if (!lib || !lib_off || reps < 1 || steps < 1 || prompt < 1 || rounds < 1) {
     fprintf(stderr, "usage: bench_trace --lib LIB --lib-off LIB_COMPILED_OUT [--reps N] [--steps N] [--prompt N]"
-                    " [--rounds N] [--model M] [--trace FILE]\n");
+                    " [--rounds N] [--model M] [--trace FILE] [--threads N]\n");
     return 2;
   }
   char self[4096];

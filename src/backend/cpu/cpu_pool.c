@@ -56,33 +56,36 @@ static uint64_t fbx__cpu_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fbx__cpu_pool_run_range(fbx_cpu_pool *p, int64_t b, int64_t e, int w) {
-  if (__builtin_expect(fbx_trace_enabled(), 0)) {
-    uint64_t t0 = fbx_trace_now_ns();
-    p->fn(p->arg, b, e, w);
-    uint64_t t1 = fbx_trace_now_ns();
-    fbx_trace_slice(p->name ? p->name : "op", t0, t1, w, b, e);
-  } else {
-    p->fn(p->arg, b, e, w);
-  }
-}
-
-/* Claims and runs chunks of job generation `g` until none is left. */
+/* Claims and runs chunks of job generation `g` until none is left. Traced:
+ * one op.worker span for this thread's whole share of the job (first chunk
+ * claimed to last chunk done; begin/end: the items of its first and last
+ * chunk), so load imbalance shows per thread, at one event per thread. */
 static void fbx__cpu_pool_drain(fbx_cpu_pool *p, uint32_t g, int w) {
+  bool traced = fbx_trace_enabled();
+  uint64_t t0 = 0;
+  int64_t first = -1, last_e = 0;
+  const char *name = NULL;
   for (;;) {
     uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
-    if ((uint32_t)(t >> 32) != g) return;
+    if ((uint32_t)(t >> 32) != g) break;
     int64_t i = (int64_t)(t & 0xffffffffull);
-    if (i >= p->n_chunks) return;
+    if (i >= p->n_chunks) break;
     if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + 1, memory_order_acq_rel,
                                                memory_order_acquire))
       continue;
     /* chunk i of job g is ours: the job fields stay valid until we report it done */
     int64_t b = i * p->chunk, e = b + p->chunk;
     if (e > p->n) e = p->n;
-    fbx__cpu_pool_run_range(p, b, e, w);
+    if (__builtin_expect(traced && first < 0, 0)) {
+      t0 = fbx_trace_now_ns();
+      first = b;
+      name = p->name; /* read while the job is ours: the next job may replace it */
+    }
+    p->fn(p->arg, b, e, w);
+    last_e = e;
     atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
   }
+  if (__builtin_expect(traced && first >= 0, 0)) fbx_trace_slice(name ? name : "op", t0, fbx_trace_now_ns(), w, first, last_e);
 }
 
 static void *fbx__cpu_worker_main(void *arg) {
