@@ -160,7 +160,7 @@ static int micro(int n, const char *trace) {
   char *op = strdup("MatMul"), *node = strdup("/model/layers.3/attn/q_proj/MatMul");
   enum { BATCHES = 7 };
   double rec[BATCHES], rec_op[BATCHES], fl[BATCHES], site_op[BATCHES];
-  int64_t d_a[8] = {1, 16, 8, 32}, d_b[8] = {1, 1, 1}, d_c[8] = {256, 768}, d_o[8] = {1, 16, 8, 16};
+  int64_t d_a[4] = {1, 16, 8, 32}, d_b[3] = {1, 1, 1}, d_c[2] = {256, 768}, d_o[4] = {1, 16, 8, 16};
   fbx_trace_tensor tin[3] = {{d_a, 4, 4}, {d_b, 3, 8}, {d_c, 2, 4}}, tout[1] = {{d_o, 4, 4}};
   fbx_trace_op_site_desc sd = {.scope = s, .op = op, .node = node, .node_id = 7, .device = "cpu"};
   fbx_trace_op_site *site = fbx_trace_op_site_get(s, &sd);

@@ -56,9 +56,7 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   return p->sites[nid] = fbx_trace_op_site_get(fbx_trace_session_current(), &d);
 }
 
-/* The trace's view of n tensors (dims borrowed for the call; fbx_tensor holds
- * FBX_MAX_RANK >= FBX_TRACE_DIMS_MIN of them). */
-_Static_assert(FBX_MAX_RANK >= FBX_TRACE_DIMS_MIN, "fbx_tensor.dims must cover FBX_TRACE_DIMS_MIN");
+/* The trace's view of n tensors (dims borrowed for the call). */
 static void fbx__ir_trace_tensors(const fbx_tensor *t, int n, fbx_trace_tensor *v) {
   for (int i = 0; i < n; i++) {
     v[i].dims = t[i].dims;

@@ -75,11 +75,9 @@ typedef struct fbx_trace_op_site_desc {
   const char *composed_op;     /* op of the "<op> [composed]" span (a composed fallback), or NULL */
   const char *composed_reason; /* its reason */
 } fbx_trace_op_site_desc;
-/* One tensor of an executed node: its dims (read during the call only; the
- * array must hold at least FBX_TRACE_DIMS_MIN values, whatever the rank, so
- * they copy as one block; may be NULL when rank <= 0), rank (< 0: an absent optional input; at most
+/* One tensor of an executed node: its dims (read during the call only; may be
+ * NULL when rank <= 0), rank (< 0: an absent optional input; at most
  * FBX_TRACE_MAX_RANK dims are kept) and element size in bytes. */
-#define FBX_TRACE_DIMS_MIN 8
 #define FBX_TRACE_MAX_RANK 16
 typedef struct fbx_trace_tensor {
   const int64_t *dims;

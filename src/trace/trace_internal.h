@@ -55,10 +55,13 @@ typedef struct fbx__rec {
   uint64_t t0, t1;  /* clock ns; for C, t1 holds the double value's bits */
 } fbx__rec;
 /* FBX__REC_OP (fbx_trace_op): no name or category; n_args is 0 (the site
- * knows how many events the record stands for: fbx_trace_op_site.n_events). Body: the site pointer (8),
- * flops (double), the strings dtype, variant, reason, then uint32 n_in and
- * n_out and the n_in + n_out tensors, each an int64 header (low 32 bits: the
- * rank as int32; high 32: the element size) followed by rank int64 dims. */
+ * knows how many events the record stands for: fbx_trace_op_site.n_events).
+ * Body: the site pointer (8), flops (double), the strings dtype, variant,
+ * reason, then uint32 n_in and n_out and the n_in + n_out tensors, each a
+ * uint32 head (bits 0-7: the rank as int8, -1 = absent; 8-23: the element
+ * size; 31: wide) followed by rank dims, uint32 each, or int64 each when
+ * wide (a dim >= 2^31). Smaller records: the buffer's memory traffic is a
+ * large part of tracing's cost. */
 
 /* Formats one record (",\n{...}") for thread tid; base = trace clock origin. */
 void fbx__trace_format_rec(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint64_t base);

@@ -696,21 +696,30 @@ static char *w_tensors(char *o, const unsigned char **pp, uint32_t n, int64_t *b
   const unsigned char *p = *pp;
   for (uint32_t t = 0; t < n; t++) {
     if (t) *o++ = ',';
-    uint64_t head;
-    memcpy(&head, p, 8);
-    p += 8;
-    int32_t rank = (int32_t)(uint32_t)head;
+    uint32_t head;
+    memcpy(&head, p, 4);
+    p += 4;
+    int32_t rank = (int8_t)(head & 0xff);
+    bool wide = head >> 31;
     int64_t e = 1;
     if (rank == 0) o = W_LIT(o, "scalar");
     else if (rank < 0) o = W_LIT(o, "none");
-    for (int32_t i = 0; i < rank; i++, p += 8) {
+    for (int32_t i = 0; i < rank; i++) {
       int64_t d;
-      memcpy(&d, p, 8);
+      if (wide) {
+        memcpy(&d, p, 8);
+        p += 8;
+      } else {
+        uint32_t d32;
+        memcpy(&d32, p, 4);
+        p += 4;
+        d = d32;
+      }
       if (i) *o++ = 'x';
       o = w_u64(o, d < 0 ? 0 : (uint64_t)d);
       e *= d;
     }
-    if (rank >= 0) *bytes += e * (int64_t)(head >> 32);
+    if (rank >= 0) *bytes += e * (int64_t)(head >> 8 & 0xffff);
     if (t == 0 && elements0) *elements0 = rank >= 0 ? e : 0;
   }
   *pp = p;

@@ -557,8 +557,7 @@ void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, con
   uint32_t l_dt, l_var, l_rea;
   /* reserve the most it can take, then keep what was written (one pass over the tensors) */
   size_t most = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
-                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) +
-                8 * FBX_TRACE_DIMS_MIN;
+                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) + 8;
   bool flush = false;
   tb_lock(tb);
   unsigned char *o = tb_reserve(tb, most, &flush);
@@ -576,20 +575,26 @@ void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, con
   uint32_t counts[2] = {(uint32_t)n_in, (uint32_t)n_out};
   memcpy(q, counts, 8);
   q += 8;
-  for (int k = 0; k < n_in + n_out; k++) {
+  for (int k = 0; k < n_in + n_out; k++) { /* trace_internal.h: 4-byte head, then 32-bit dims unless wide */
     const fbx_trace_tensor *t = k < n_in ? &r->in[k] : &r->out[k - n_in];
-    int32_t rank = t->rank > FBX_TRACE_MAX_RANK ? FBX_TRACE_MAX_RANK : t->rank;
-    uint64_t head = (uint64_t)(uint32_t)rank | (uint64_t)t->elem_bytes << 32;
-    memcpy(q, &head, 8);
-    q += 8;
-    if (rank <= 0) { /* no dims (dims may be NULL) */
-    } else if (rank <= FBX_TRACE_DIMS_MIN) { /* one fixed-size block; the record keeps `rank` of it */
-      memcpy(q, t->dims, 8 * FBX_TRACE_DIMS_MIN);
-      q += 8 * rank;
-    } else {
+    int32_t rank = t->rank > FBX_TRACE_MAX_RANK ? FBX_TRACE_MAX_RANK : t->rank < 0 ? -1 : t->rank;
+    unsigned char *h = q;
+    q += 4;
+    uint64_t big = 0;
+    for (int d = 0; d < rank; d++, q += 4) { /* narrow while checking */
+      uint64_t v = (uint64_t)t->dims[d];
+      big |= v;
+      uint32_t v32 = (uint32_t)v;
+      memcpy(q, &v32, 4);
+    }
+    uint32_t wide = big > 0x7fffffffu; /* a dim >= 2^31 (or negative): keep all 64 bits */
+    if (__builtin_expect(wide, 0)) {
+      q = h + 4;
       memcpy(q, t->dims, 8 * (size_t)rank);
       q += 8 * (size_t)rank;
     }
+    uint32_t head = (uint32_t)(uint8_t)rank | (t->elem_bytes & 0xffffu) << 8 | wide << 31;
+    memcpy(h, &head, 4);
   }
   memset(q, 0, 8); /* zero padding (trace_internal.h): at most 7 bytes of it are kept */
   size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;

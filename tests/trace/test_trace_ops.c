@@ -158,7 +158,38 @@ static int t_ops_cap(void) {
   return 0;
 }
 
+/* A dim >= 2^31 is kept whole (records store 32-bit dims otherwise). */
+static int child_ops_wide(void) {
+  fbx_trace_session *s = fbx_trace_session_create("ops-wide");
+  fbx_trace_op_site_desc d = {.scope = &g_scope_a, .op = "Gather", .node = "g", .node_id = 9, .device = "cpu"};
+  fbx_trace_op_site *site = fbx_trace_op_site_get(s, &d);
+  CHECK(site);
+  int64_t big[2] = {3000000000LL, 2}, one[1] = {7}, small[3] = {1, 2147483647LL, 2};
+  fbx_trace_tensor in[2] = {{big, 2, 1}, {small, 3, 8}}, out[1] = {{one, 1, 4}};
+  uint64_t t0 = fbx_trace_now_ns();
+  fbx_trace_op_run r = {.in = in, .out = out, .n_in = 2, .n_out = 1, .dtype = "float32", .variant = "gather"};
+  fbx_trace_op(site, t0, t0 + DUR_NS, &r);
+  fbx_trace_session_destroy(s);
+  return 0;
+}
+
+static int t_ops_wide(void) {
+  char *trace = path_of("ops_wide.json");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("ops_wide", env, path_of("ops_wide.err")) == 0);
+  json_t *j;
+  CHECK(load_ok(trace, &j));
+  json_t *g = nth_named(j, "Gather", 0);
+  CHECK(g && !strcmp(arg_str(g, "input_shapes"), "3000000000x2,1x2147483647x2"));
+  CHECK(!strcmp(arg_str(g, "output_shapes"), "7") && arg_int(g, "elements") == 7);
+  /* 6e9 x 1 B + 4294967294 x 8 B + 7 x 4 B */
+  CHECK(arg_int(g, "bytes") == 6000000000LL + 4294967294LL * 8 + 28);
+  json_decref(j);
+  return 0;
+}
+
 static const tcase k_cases[] = {
+    {"op_wide_dims", t_ops_wide, "ops_wide", child_ops_wide},
     {"op_spans_args_fast_composed_summary", t_ops, "ops", child_ops},
     {"op_statistics_without_json", t_ops_verbose, NULL, NULL},
     {"op_cap_counts_each_event", t_ops_cap, "ops_cap", child_ops_cap},
