@@ -62,7 +62,6 @@ typedef struct fbx_trace_session fbx_trace_session;
  * statistics as emitting them one by one, at a fraction of the cost (the
  * constant text is formatted once per site, at flush). */
 typedef struct fbx_trace_op_site fbx_trace_op_site;
-typedef struct fbx_trace_op_batch fbx_trace_op_batch; /* see fbx_trace_op_batch_create */
 typedef struct fbx_trace_op_site_desc {
   const void *scope;           /* executions of sites of one scope never overlap (one scope per
                                   serially run graph); part of the site's identity */
@@ -165,6 +164,7 @@ void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const
  * FUSEBOX_TRACE on (one buffer reservation per run; the per-node writes stay
  * in cache). create returns NULL unless JSON tracing is on: then call
  * fbx_trace_op per node instead. One batch is used by one thread at a time. */
+typedef struct fbx_trace_op_batch fbx_trace_op_batch;
 fbx_trace_op_batch *fbx_trace_op_batch_create(void);
 void fbx_trace_op_batch_add(fbx_trace_op_batch *b, fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns,
                             const fbx_trace_op_run *r);
