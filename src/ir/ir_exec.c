@@ -73,7 +73,7 @@ static void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, i
   fbx__ir_trace_tensors(out, n_out, tout);
   fbx_trace_op_run r = {.in = tin, .out = tout, .n_in = n_in, .n_out = n_out, .dtype = fbx_dtype_name(out[0].dtype),
                         .flops = info->flops, .variant = info->variant, .reason = info->reason};
-  fbx_trace_op_batch_add(p->trace_batch, fbx__ir_trace_site(p, nid), t0, t1, &r); /* NULL batch: one by one */
+  fbx_trace_op(fbx__ir_trace_site(p, nid), t0, t1, &r);
 }
 
 /* Host copy of a shape-data input produced on a non-host-visible backend. */
@@ -195,12 +195,8 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
   }
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
   uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
-  if (tracing && !p->trace_batch) p->trace_batch = fbx_trace_op_batch_create(); /* NULL unless JSON tracing */
-  fbx_status *st = NULL;
-  for (int s = 0; s < p->n_steps && !st; s++)
-    st = fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing ? &clock : NULL);
-  fbx_trace_op_batch_commit(p->trace_batch); /* this run's op spans, the failed run's included */
-  if (st) return st;
+  for (int s = 0; s < p->n_steps; s++)
+    FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing ? &clock : NULL));
   if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) {

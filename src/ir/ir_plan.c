@@ -53,7 +53,6 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->prepared);
   fbx_free(p->fast_names);
   fbx_free(p->sites); /* the sites belong to the trace session */
-  fbx_trace_op_batch_destroy(p->trace_batch);
   fbx_free(p->slot_of);
   fbx_free(p->direct_out);
   fbx_free(p->out_pos);

@@ -26,7 +26,6 @@ typedef struct fbx__ir_plan {
   bool *prepared;                      /* per node id: node_prepare was called by this plan (release it) */
   const char **fast_names;             /* per node id: "Add+Mul+Tanh" for FUSED_EW (or a conv's epilogue), else NULL */
   fbx_trace_op_site **sites;           /* per node id: trace site, made on the node's first traced run */
-  fbx_trace_op_batch *trace_batch;     /* op records of a run, written to the trace at its end (JSON tracing) */
   const fbx_ir_graph *scope;           /* the compiled object's original graph: every plan of it runs
                                           serially, under its owner's lock (the sites' scope) */
   int *slot_of;                        /* per value id: slot or -1 */

@@ -158,19 +158,6 @@ fbx_trace_op_site *fbx_trace_op_site_get(fbx_trace_session *s, const fbx_trace_o
  * clock, fbx_trace_now_ns). NULL site: nothing. */
 void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const fbx_trace_op_run *r);
 
-/* A batch: the op records of one serial run (a plan run) gathered in memory
- * the batch owns and reuses, and copied into the trace buffer in one piece at
- * commit. Same events and statistics as fbx_trace_op per node; cheaper with
- * FUSEBOX_TRACE on (one buffer reservation per run; the per-node writes stay
- * in cache). create returns NULL unless JSON tracing is on: then call
- * fbx_trace_op per node instead. One batch is used by one thread at a time. */
-typedef struct fbx_trace_op_batch fbx_trace_op_batch;
-fbx_trace_op_batch *fbx_trace_op_batch_create(void);
-void fbx_trace_op_batch_add(fbx_trace_op_batch *b, fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns,
-                            const fbx_trace_op_run *r);
-void fbx_trace_op_batch_commit(fbx_trace_op_batch *b); /* the records added since the last commit */
-void fbx_trace_op_batch_destroy(fbx_trace_op_batch *b); /* commits what is left */
-
 /* ---- additions (helper "trace") ---- */
 /* Counter tracks fusebox.mem_bytes / mem_pct (of budget_bytes; skipped when 0),
  * fusebox.rss_bytes and fusebox.util_pct (process CPU time / wall time / cores,
@@ -245,13 +232,6 @@ static inline fbx_trace_op_site *fbx_trace_op_site_get(fbx_trace_session *s, con
 static inline void fbx_trace_op(fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns, const fbx_trace_op_run *r) {
   (void)site; (void)t0_ns; (void)t1_ns; (void)r;
 }
-static inline fbx_trace_op_batch *fbx_trace_op_batch_create(void) { return NULL; }
-static inline void fbx_trace_op_batch_add(fbx_trace_op_batch *b, fbx_trace_op_site *site, uint64_t t0_ns,
-                                          uint64_t t1_ns, const fbx_trace_op_run *r) {
-  (void)b; (void)site; (void)t0_ns; (void)t1_ns; (void)r;
-}
-static inline void fbx_trace_op_batch_commit(fbx_trace_op_batch *b) { (void)b; }
-static inline void fbx_trace_op_batch_destroy(fbx_trace_op_batch *b) { (void)b; }
 static inline void fbx_trace_sample_counters(size_t engine_bytes, size_t budget_bytes) {
   (void)engine_bytes; (void)budget_bytes;
 }

@@ -541,23 +541,37 @@ static void op_dropped(fbx_trace_op_site *site, uint64_t t0, uint64_t t1) {
   __atomic_fetch_add(&g_dropped, site->n_events, __ATOMIC_RELAXED);
 }
 
-/* Most bytes one op record of r can take. Sets the string lengths for op_encode. */
-static inline size_t op_most(const fbx_trace_op_run *r, uint32_t len[3], int *n_in, int *n_out) {
-  *n_in = r->in && r->n_in > 0 ? (r->n_in > 255 ? 255 : r->n_in) : 0;
-  *n_out = r->out && r->n_out > 0 ? (r->n_out > 255 ? 255 : r->n_out) : 0;
-  return sizeof(fbx__rec) + 16 + str_size(r->dtype, &len[0]) + str_size(r->variant, &len[1]) +
-         str_size(r->reason, &len[2]) + 8 + 8 * (size_t)(*n_in + *n_out) * (1 + FBX_TRACE_MAX_RANK) + 8;
-}
-
-/* Encodes one op record at o (room: op_most); returns its size (a multiple of 8). */
-static size_t op_encode(unsigned char *o, fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r,
-                        const uint32_t len[3], int n_in, int n_out) {
+/* Touches nothing of the site (its statistics are kept at flush): one record into this thread's buffer. */
+void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
+  if (__builtin_expect(__atomic_load_n(&g_full, __ATOMIC_RELAXED), 0)) {
+    op_dropped(site, t0, t1);
+    return;
+  }
+  tbuf *tb = tbuf_get();
+  if (__builtin_expect(!tb, 0)) {
+    op_dropped(site, t0, t1);
+    return;
+  }
+  int n_in = r->in && r->n_in > 0 ? (r->n_in > 255 ? 255 : r->n_in) : 0;
+  int n_out = r->out && r->n_out > 0 ? (r->n_out > 255 ? 255 : r->n_out) : 0;
+  uint32_t l_dt, l_var, l_rea;
+  /* reserve the most it can take, then keep what was written (one pass over the tensors) */
+  size_t most = sizeof(fbx__rec) + 16 + str_size(r->dtype, &l_dt) + str_size(r->variant, &l_var) +
+                str_size(r->reason, &l_rea) + 8 + 8 * (size_t)(n_in + n_out) * (1 + FBX_TRACE_MAX_RANK) + 8;
+  bool flush = false;
+  tb_lock(tb);
+  unsigned char *o = tb_reserve(tb, most, &flush);
+  if (__builtin_expect(!o, 0)) {
+    tb_unlock(tb);
+    op_dropped(site, t0, t1);
+    return;
+  }
   unsigned char *q = o + sizeof(fbx__rec);
   memcpy(q, &site, 8);
   memcpy(q + 8, &r->flops, 8);
-  q = str_put(q + 16, r->dtype, len[0]);
-  q = str_put(q, r->variant, len[1]);
-  q = str_put(q, r->reason, len[2]);
+  q = str_put(q + 16, r->dtype, l_dt);
+  q = str_put(q, r->variant, l_var);
+  q = str_put(q, r->reason, l_rea);
   uint32_t counts[2] = {(uint32_t)n_in, (uint32_t)n_out};
   memcpy(q, counts, 8);
   q += 8;
@@ -584,35 +598,9 @@ static size_t op_encode(unsigned char *o, fbx_trace_op_site *site, uint64_t t0, 
   }
   memset(q, 0, 8); /* zero padding (trace_internal.h): at most 7 bytes of it are kept */
   size_t size = ((size_t)(q - o) + 7) & ~(size_t)7;
+  tb->tail->used -= most - size;
   fbx__rec h = {(uint32_t)size, FBX__REC_OP, 1, 0, t0, t1};
   memcpy(o, &h, sizeof h);
-  return size;
-}
-
-/* Touches nothing of the site (its statistics are kept at flush): one record into this thread's buffer. */
-void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, const fbx_trace_op_run *r) {
-  if (__builtin_expect(__atomic_load_n(&g_full, __ATOMIC_RELAXED), 0)) {
-    op_dropped(site, t0, t1);
-    return;
-  }
-  tbuf *tb = tbuf_get();
-  if (__builtin_expect(!tb, 0)) {
-    op_dropped(site, t0, t1);
-    return;
-  }
-  uint32_t len[3];
-  int n_in, n_out;
-  size_t most = op_most(r, len, &n_in, &n_out);
-  bool flush = false;
-  tb_lock(tb);
-  unsigned char *o = tb_reserve(tb, most, &flush); /* reserve the most, keep what was written */
-  if (__builtin_expect(!o, 0)) {
-    tb_unlock(tb);
-    op_dropped(site, t0, t1);
-    return;
-  }
-  size_t size = op_encode(o, site, t0, t1, r, len, n_in, n_out);
-  tb->tail->used -= most - size;
   /* The buffer is written once and read back only at flush, so its lines are
    * never in cache: writing them stalls on their fetch. Ask for the next
    * record's lines now; the node that runs before the next record hides the
@@ -620,76 +608,6 @@ void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, con
   for (int k = 0; k < 4; k++) __builtin_prefetch(o + size + 64 * k, 1, 3);
   tb_unlock(tb);
   if (__builtin_expect(flush, 0)) flush_all();
-}
-
-/* ------------------------------ op batches ----------------------------- */
-
-struct fbx_trace_op_batch {
-  unsigned char *p; /* records, back to back */
-  size_t len, cap;
-};
-
-fbx_trace_op_batch *fbx_trace_op_batch_create(void) {
-  if (!(fbx_trace_flags() & FBX_TRACE_F_JSON)) return NULL;
-  return fbx_calloc(1, sizeof(fbx_trace_op_batch));
-}
-
-/* Records that will not be written: each one's events count as dropped, its time still counts. */
-static void batch_drop(const unsigned char *p, size_t len) {
-  for (size_t off = 0; off < len;) {
-    const fbx__rec *r = (const fbx__rec *)(const void *)(p + off);
-    fbx_trace_op_site *site;
-    memcpy(&site, r + 1, sizeof site);
-    op_dropped(site, r->t0, r->t1);
-    off += r->size;
-  }
-}
-
-void fbx_trace_op_batch_commit(fbx_trace_op_batch *b) {
-  if (!b || !b->len) return;
-  tbuf *tb = __atomic_load_n(&g_full, __ATOMIC_RELAXED) ? NULL : tbuf_get();
-  bool flush = false;
-  unsigned char *o = NULL;
-  if (tb) {
-    tb_lock(tb);
-    o = tb_reserve(tb, b->len, &flush);
-    if (o) memcpy(o, b->p, b->len); /* one block: the records are already 8-byte sized and padded */
-    tb_unlock(tb);
-  }
-  if (!o) batch_drop(b->p, b->len);
-  b->len = 0;
-  if (__builtin_expect(flush, 0)) flush_all();
-}
-
-void fbx_trace_op_batch_add(fbx_trace_op_batch *b, fbx_trace_op_site *site, uint64_t t0_ns, uint64_t t1_ns,
-                            const fbx_trace_op_run *r) {
-  int f = fbx_trace_flags();
-  if (!b || !site || !(f & FBX_TRACE_F_JSON) || (f & FBX_TRACE_F_PROFILER)) {
-    fbx_trace_op(site, t0_ns, t1_ns, r);
-    return;
-  }
-  uint32_t len[3];
-  int n_in, n_out;
-  size_t most = op_most(r, len, &n_in, &n_out);
-  if (__builtin_expect(b->len + most > b->cap, 0)) {
-    size_t cap = b->cap ? 2 * b->cap : 64 * 1024;
-    while (cap < b->len + most) cap *= 2;
-    unsigned char *p = fbx_realloc(b->p, cap);
-    if (!p) {
-      fbx__trace_record_op(site, t0_ns, t1_ns, r); /* straight to the buffer */
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  b->len += op_encode(b->p + b->len, site, t0_ns, t1_ns, r, len, n_in, n_out);
-}
-
-void fbx_trace_op_batch_destroy(fbx_trace_op_batch *b) {
-  if (!b) return;
-  fbx_trace_op_batch_commit(b);
-  fbx_free(b->p);
-  fbx_free(b);
 }
 
 /* An op.worker span (fbx_trace_slice) as the generic record of

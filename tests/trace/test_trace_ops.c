@@ -33,14 +33,11 @@ static const fbx_trace_op_site_desc k_soft = {.scope = &g_scope_a, .op = "Softma
                                               .device = "cpu", .composed_op = "Softmax",
                                               .composed_reason = "axis not last"};
 
-static fbx_trace_op_batch *g_batch; /* set: executions go through a batch (the executor's path) */
-
 static void run(fbx_trace_op_site *site, const char *variant) {
   uint64_t t0 = fbx_trace_now_ns();
   fbx_trace_op_run r = {.in = k_in, .out = k_out, .n_in = 3, .n_out = 1, .dtype = "float32", .flops = 64,
                         .variant = variant, .reason = "M=1"};
-  if (g_batch) fbx_trace_op_batch_add(g_batch, site, t0, t0 + DUR_NS, &r);
-  else fbx_trace_op(site, t0, t0 + DUR_NS, &r);
+  fbx_trace_op(site, t0, t0 + DUR_NS, &r);
 }
 
 /* MatMul x3, FusedElementwise x2, Conv x1, Softmax (composed) x2. */
@@ -57,20 +54,11 @@ static int child_ops(void) {
   CHECK(ew && conv && soft && ew != conv);
   for (int i = 0; i < 3; i++) run(mm, "gemv");
   for (int i = 0; i < 2; i++) run(ew, "ew_fused");
-  fbx_trace_op_batch_commit(g_batch); /* two commits, then the rest at destroy */
   run(conv, "conv_direct");
   for (int i = 0; i < 2; i++) run(soft, "softmax_rows");
   fbx_trace_op(NULL, 0, 1, NULL); /* no site (OOM at lookup): nothing */
-  fbx_trace_op_batch_destroy(g_batch);
   fbx_trace_session_destroy(s);
   return 0;
-}
-
-/* The same executions gathered in a batch and committed in two pieces. */
-static int child_ops_batch(void) {
-  g_batch = fbx_trace_op_batch_create();
-  CHECK(g_batch != NULL); /* FUSEBOX_TRACE is set */
-  return child_ops();
 }
 
 static json_t *nth_named(json_t *j, const char *name, int nth) { return find_event(j, name, nth); }
@@ -78,10 +66,10 @@ static const char *arg_str(json_t *e, const char *k) {
   return json_string_value(json_object_get(json_object_get(e, "args"), k));
 }
 
-static int check_ops(const char *child) {
+static int t_ops(void) {
   char *trace = path_of("ops.json"), *err = path_of("ops.err");
   const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
-  CHECK(run_child(child, env, err) == 0);
+  CHECK(run_child("ops", env, err) == 0);
   json_t *j;
   CHECK(load_ok(trace, &j));
   CHECK(count_named(j, "MatMul") == 3);
@@ -126,9 +114,6 @@ static int check_ops(const char *child) {
   free(e);
   return 0;
 }
-
-static int t_ops(void) { return check_ops("ops"); }
-static int t_ops_batch(void) { return check_ops("ops_batch"); }
 
 /* FUSEBOX_VERBOSE alone: no records; the statistics are kept on the hot path. */
 static int t_ops_verbose(void) {
@@ -206,7 +191,6 @@ static int t_ops_wide(void) {
 static const tcase k_cases[] = {
     {"op_wide_dims", t_ops_wide, "ops_wide", child_ops_wide},
     {"op_spans_args_fast_composed_summary", t_ops, "ops", child_ops},
-    {"op_spans_through_a_batch", t_ops_batch, "ops_batch", child_ops_batch},
     {"op_statistics_without_json", t_ops_verbose, NULL, NULL},
     {"op_cap_counts_each_event", t_ops_cap, "ops_cap", child_ops_cap},
 };
