@@ -23,17 +23,11 @@ static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, fbx_tensor *t) {
     t->rank = -1;
     return NULL;
   }
-  OrtTensorTypeAndShapeInfo *info = NULL;
-  FBX_ORT_TRY(FBX_ORT->GetTensorTypeAndShape(v, &info));
-  ONNXTensorElementDataType et = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  int et = 0;
   size_t rank = 0;
-  OrtStatus *os = FBX_ORT->GetTensorElementType(info, &et);
-  if (!os) os = FBX_ORT->GetDimensionsCount(info, &rank);
-  if (!os && rank <= FBX_MAX_RANK) os = FBX_ORT->GetDimensions(info, t->dims, rank);
-  FBX_ORT->ReleaseTensorTypeAndShapeInfo(info);
-  if (os) return fbx_ep_status_from_ort(os, "reading an input's shape");
+  FBX_TRY(fbx_ep_value_type_shape(v, &et, t->dims, &rank, "reading an input's shape"));
   if (rank > FBX_MAX_RANK) return FBX_ERR_ARG("input %zu has rank %zu (max %d)", i, rank, FBX_MAX_RANK);
-  if (!fbx_dtype_is_valid((int)et)) return FBX_ERR_ARG("input %zu has unsupported element type %d", i, (int)et);
+  if (!fbx_dtype_is_valid(et)) return FBX_ERR_ARG("input %zu has unsupported element type %d", i, et);
   t->dtype = (fbx_dtype)et;
   t->rank = (int)rank;
   const void *p = NULL;

@@ -38,17 +38,11 @@ static void value_insert(builder *b, int idx) {
 /* Element type + dims of an OrtValue tensor (initializers, tensor attributes). */
 static fbx_status *read_tensor(builder *b, const OrtValue *v, fbx_onnx_tensor *t) {
   memset(t, 0, sizeof *t);
-  OrtTensorTypeAndShapeInfo *info = NULL;
-  FBX_ORT_TRY(FBX_ORT->GetTensorTypeAndShape(v, &info));
-  ONNXTensorElementDataType et = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  int et = 0;
   size_t rank = 0;
-  OrtStatus *os = FBX_ORT->GetTensorElementType(info, &et);
-  if (!os) os = FBX_ORT->GetDimensionsCount(info, &rank);
-  if (!os && rank <= FBX_MAX_RANK) os = FBX_ORT->GetDimensions(info, t->dims, rank);
-  FBX_ORT->ReleaseTensorTypeAndShapeInfo(info);
-  if (os) return fbx_ep_status_from_ort(os, "reading a tensor's shape");
-  t->onnx_type = (int)et;
-  t->dtype = fbx_dtype_is_valid((int)et) ? (fbx_dtype)et : FBX_DTYPE_UNDEFINED;
+  FBX_TRY(fbx_ep_value_type_shape(v, &et, t->dims, &rank, "reading a tensor's shape"));
+  t->onnx_type = et;
+  t->dtype = fbx_dtype_is_valid(et) ? (fbx_dtype)et : FBX_DTYPE_UNDEFINED;
   if (rank > FBX_MAX_RANK) { /* too big a rank: keep it unreadable, the registry declines */
     t->rank = (int)rank;
     memset(t->dims, 0, sizeof t->dims);
@@ -66,7 +60,7 @@ static fbx_status *read_tensor(builder *b, const OrtValue *v, fbx_onnx_tensor *t
   }
   const void *p = NULL;
   size_t nb = 0;
-  os = FBX_ORT->GetTensorData(v, &p);
+  OrtStatus *os = FBX_ORT->GetTensorData(v, &p);
   if (!os) os = FBX_ORT->GetTensorSizeInBytes(v, &nb);
   if (os) { /* unreadable data is not an error: the registry sees data == NULL */
     FBX_ORT->ReleaseStatus(os);

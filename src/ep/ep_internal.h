@@ -34,6 +34,10 @@ extern fbx_ep_ort fbx__ep_ort;
 OrtStatus *fbx_ep_status_to_ort(fbx_status *s);
 /* Converts and releases os; NULL -> NULL. what prefixes the message (may be NULL). */
 fbx_status *fbx_ep_status_from_ort(OrtStatus *os, const char *what);
+/* ep_value.c: v's ONNX element type and rank, and its dims when rank <= FBX_MAX_RANK
+ * (a larger rank is returned for the caller to refuse). what: context for an ORT error. */
+fbx_status *fbx_ep_value_type_shape(const OrtValue *v, int *onnx_type, int64_t dims[FBX_MAX_RANK], size_t *rank,
+                                    const char *what);
 /* Return early from an fbx_status-returning function when an ORT call fails. */
 #define FBX_ORT_TRY(call)                                              \
   do {                                                                 \
