@@ -636,19 +636,9 @@ static site_text *site_text_get(fbx_trace_op_site *site) {
       case P_COMP_HEAD:
         if (!site->composed_op) break;
         fbx__sbuf_puts(&t, ",\n{\"name\":");
-        {
-          size_t n = strlen(site->composed_op);
-          char *nm = fbx_malloc(n + 12);
-          if (!nm) {
-            t.oom = 1;
-            break;
-          }
-          memcpy(nm, site->composed_op, n);
-          memcpy(nm + n, " [composed]", 12);
-          fbx__sbuf_str(&t, nm);
-          fbx_free(nm);
-        }
-        fbx__sbuf_puts(&t, ",\"cat\":\"op.composed\",\"ph\":\"X\",\"ts\":");
+        fbx__sbuf_str(&t, site->composed_op);
+        if (!t.oom) t.len--; /* reopen the string: "<op> [composed]" */
+        fbx__sbuf_puts(&t, " [composed]\",\"cat\":\"op.composed\",\"ph\":\"X\",\"ts\":");
         break;
       case P_COMP_ARGS:
         if (!site->composed_op) break;

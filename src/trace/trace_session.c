@@ -444,19 +444,24 @@ static void summary_text(fbx_trace_session *s, fbx__sbuf *o, op_entry **top_out,
   *all_device_out = all_dev;
 }
 
+/* The head of a process-scoped instant named name at t (trace clock), on this thread, up to its args. */
+static void instant_head(fbx__sbuf *b, const char *name, uint64_t t) {
+  fbx__sbuf_puts(b, "{\"name\":");
+  fbx__sbuf_str(b, name);
+  fbx__sbuf_puts(b, ",\"cat\":\"ep\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+  fbx__sbuf_ts(b, t);
+  fbx__sbuf_puts(b, ",\"pid\":");
+  fbx__sbuf_i64(b, (int64_t)getpid());
+  fbx__sbuf_puts(b, ",\"tid\":");
+  fbx__sbuf_i64(b, fbx__trace_tid());
+}
+
 /* The fusebox.session_summary and fusebox.slowest_ops instants (never dropped by the cap). */
 static void summary_events(fbx_trace_session *s, op_entry *top, int n_top, uint64_t total, bool any_dev,
                            bool all_dev) {
   fbx__sbuf b = {0};
   uint64_t t = fbx_trace_now_ns() - fbx__trace_t0_ns;
-  const char *pid_tid_head = ",\"ph\":\"i\",\"s\":\"p\",\"ts\":";
-  fbx__sbuf_puts(&b, "{\"name\":\"fusebox.session_summary\",\"cat\":\"ep\"");
-  fbx__sbuf_puts(&b, pid_tid_head);
-  fbx__sbuf_ts(&b, t);
-  fbx__sbuf_puts(&b, ",\"pid\":");
-  fbx__sbuf_i64(&b, (int64_t)getpid());
-  fbx__sbuf_puts(&b, ",\"tid\":");
-  fbx__sbuf_i64(&b, fbx__trace_tid());
+  instant_head(&b, "fusebox.session_summary", t);
   fbx_trace_arg a[] = {
       FBX_TARG_S("session", s->label), FBX_TARG_I("session_id", s->id),
       FBX_TARG_I("getcapability_calls", s->getcap_calls), FBX_TARG_I("claimed", s->claimed),
@@ -505,13 +510,7 @@ static void summary_events(fbx_trace_session *s, op_entry *top, int n_top, uint6
   b.len = 0;
   b.oom = 0;
 
-  fbx__sbuf_puts(&b, "{\"name\":\"fusebox.slowest_ops\",\"cat\":\"ep\"");
-  fbx__sbuf_puts(&b, pid_tid_head);
-  fbx__sbuf_ts(&b, t);
-  fbx__sbuf_puts(&b, ",\"pid\":");
-  fbx__sbuf_i64(&b, (int64_t)getpid());
-  fbx__sbuf_puts(&b, ",\"tid\":");
-  fbx__sbuf_i64(&b, fbx__trace_tid());
+  instant_head(&b, "fusebox.slowest_ops", t);
   fbx__sbuf_puts(&b, ",\"args\":{\"session_id\":");
   fbx__sbuf_i64(&b, s->id);
   fbx__sbuf_puts(&b, ",\"time\":");
