@@ -85,7 +85,8 @@ static void fbx__cpu_pool_drain(fbx_cpu_pool *p, uint32_t g, int w) {
     last_e = e;
     atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
   }
-  if (__builtin_expect(traced && first >= 0, 0)) fbx_trace_slice(name ? name : "op", t0, fbx_trace_now_ns(), w, first, last_e);
+  if (__builtin_expect(traced && first >= 0, 0))
+    fbx_trace_slice(name ? name : "op", t0, fbx_trace_now_ns(), w, first, last_e);
 }
 
 static void *fbx__cpu_worker_main(void *arg) {
