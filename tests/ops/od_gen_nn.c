@@ -1,0 +1,113 @@
+// od_gen_nn.c — generators for Conv, pooling, ConvInteger, InstanceNormalization / LRN / Resize.
+#include "ops/od_gen.h"
+
+#include <math.h>
+#include <string.h>
+
+void od_gen_conv(od_case *c, od_rng *r) {
+  c->op = "Conv";
+  c->opset = 11;
+  int64_t N = od_int(r, 1, 2), C = od_int(r, 1, 4), H = od_int(r, 4, 12), W = od_int(r, 4, 12);
+  int64_t kh = od_int(r, 1, 3), kw = od_int(r, 1, 3), s = od_int(r, 1, 2), dl = od_int(r, 1, 2), p = od_int(r, 0, 1);
+  int64_t group = od_int(r, 0, 2) == 0 ? C : 1;
+  int64_t M = group == C ? C * od_int(r, 1, 2) : od_int(r, 1, 6);
+  int64_t x[4] = {N, C, H, W}, w[4] = {M, C / group, kh, kw}, b[1] = {M};
+  int dt = od_f16_or(r, FBX_HOST_F32);
+  od_in(c, r, dt, 4, x, 0);
+  od_in(c, r, dt, 4, w, 1);
+  if (od_int(r, 0, 1)) od_in(c, r, dt, 1, b, 1);
+  int64_t ks[2] = {kh, kw}, st[2] = {s, s}, dil[2] = {dl, dl}, pads[4] = {p, p, p, p};
+  od_aints(c, "kernel_shape", ks, 2);
+  od_aints(c, "strides", st, 2);
+  od_aints(c, "dilations", dil, 2);
+  od_aints(c, "pads", pads, 4);
+  if (group > 1) od_ai(c, "group", group);
+  c->n_out = 1;
+  od_tol(c, dt);
+  c->atol = dt == FBX_HOST_F16 ? 1e-2 : 1e-4;
+}
+
+void od_gen_pool(od_case *c, od_rng *r) {
+  int k = od_int(r, 0, 3);
+  c->op = k == 0 ? "MaxPool" : k == 1 ? "AveragePool" : k == 2 ? "GlobalAveragePool" : "GlobalMaxPool";
+  c->opset = 12;
+  int64_t x[4] = {od_int(r, 1, 2), od_int(r, 1, 4), od_int(r, 3, 10), od_int(r, 3, 10)};
+  int dt = od_f16_or(r, FBX_HOST_F32);
+  od_in(c, r, dt, 4, x, 0);
+  if (k <= 1) {
+    int64_t kk = od_int(r, 1, 3), s = od_int(r, 1, 2), p = kk > 1 ? od_int(r, 0, 1) : 0;
+    int64_t ks[2] = {kk, kk}, st[2] = {s, s}, pads[4] = {p, p, p, p};
+    od_aints(c, "kernel_shape", ks, 2);
+    od_aints(c, "strides", st, 2);
+    od_aints(c, "pads", pads, 4);
+    if (k == 1 && od_int(r, 0, 1)) od_ai(c, "count_include_pad", 1);
+  }
+  c->n_out = 1;
+  od_tol(c, dt);
+}
+
+// ConvInteger: (u)int8 x/w, optional zero points (w: per-tensor or per output channel),
+// K = C/group * kh * kw <= 258 (Fusebox declines larger K).
+void od_gen_convint(od_case *c, od_rng *r) {
+  c->op = "ConvInteger";
+  c->opset = 10;
+  int64_t N = od_int(r, 1, 2), C = od_int(r, 1, 6), H = od_int(r, 3, 9), W = od_int(r, 3, 9);
+  int64_t kh = od_int(r, 1, 3), kw = od_int(r, 1, 3), s = od_int(r, 1, 2), p = od_int(r, 0, 1);
+  int64_t group = od_int(r, 0, 2) == 0 ? C : 1;
+  int64_t M = group == C ? C : od_int(r, 1, 5);
+  int xdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8, wdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
+  int64_t x[4] = {N, C, H, W}, w[4] = {M, C / group, kh, kw}, one[1] = {1}, m1[1] = {M};
+  fbx_host_tensor *xt = od_in(c, r, xdt, 4, x, 0);
+  fbx_host_tensor_fill_int(xt, od_next(r), xdt == FBX_HOST_U8 ? 0 : -128, xdt == FBX_HOST_U8 ? 255 : 127);
+  fbx_host_tensor *wt = od_in(c, r, wdt, 4, w, 1);
+  fbx_host_tensor_fill_int(wt, od_next(r), wdt == FBX_HOST_U8 ? 0 : -128, wdt == FBX_HOST_U8 ? 255 : 127);
+  int zk = od_int(r, 0, 3);
+  if (zk >= 1) {
+    fbx_host_tensor *z = od_in(c, r, xdt, 0, one, od_int(r, 0, 1));
+    fbx_host_tensor_fill_int(z, od_next(r), xdt == FBX_HOST_U8 ? 0 : -128, xdt == FBX_HOST_U8 ? 255 : 127);
+  }
+  if (zk >= 2) {
+    fbx_host_tensor *z = od_in(c, r, wdt, zk == 2 ? 0 : 1, zk == 2 ? one : m1, 1);
+    fbx_host_tensor_fill_int(z, od_next(r), wdt == FBX_HOST_U8 ? 0 : -128, wdt == FBX_HOST_U8 ? 255 : 127);
+  }
+  int64_t ks[2] = {kh, kw}, st[2] = {s, s}, pads[4] = {p, p, p, p};
+  od_aints(c, "kernel_shape", ks, 2);
+  od_aints(c, "strides", st, 2);
+  od_aints(c, "pads", pads, 4);
+  if (group > 1) od_ai(c, "group", group);
+  c->n_out = 1;
+}
+
+// InstanceNormalization, LRN, Resize (scales; nearest / linear), float32 or float16.
+void od_gen_norm2(od_case *c, od_rng *r) {
+  int k = od_int(r, 0, 2), dt = od_f16_or(r, FBX_HOST_F32);
+  int64_t x[4] = {od_int(r, 1, 2), od_int(r, 1, 5), od_int(r, 2, 7), od_int(r, 2, 7)}, ch[1] = {x[1]};
+  od_in(c, r, dt, 4, x, 0);
+  c->n_out = 1;
+  od_tol(c, dt);
+  if (k == 0) {
+    c->op = "InstanceNormalization";
+    c->opset = 6;
+    od_in(c, r, dt, 1, ch, 1);
+    od_in(c, r, dt, 1, ch, 1);
+    c->atol = dt == FBX_HOST_F16 ? 1e-2 : 1e-4;
+  } else if (k == 1) {
+    c->op = "LRN";
+    c->opset = 13;
+    od_ai(c, "size", 2 * od_int(r, 0, 2) + 1);
+    od_af(c, "alpha", 1e-3f * (float)od_int(r, 1, 100));
+  } else {
+    c->op = "Resize";
+    c->opset = 13;
+    fbx_host_tensor *roi = &c->in[c->n_in++];
+    roi->rank = -1;
+    int64_t four[1] = {4};
+    fbx_host_tensor *sc = od_in(c, r, FBX_HOST_F32, 1, four, 1);
+    static const double f[] = {0.5, 1.0, 1.5, 2.0, 3.0};
+    fbx_host_tensor_set(sc, 0, 1.0);
+    fbx_host_tensor_set(sc, 1, 1.0);
+    fbx_host_tensor_set(sc, 2, f[od_int(r, 0, 4)]);
+    fbx_host_tensor_set(sc, 3, f[od_int(r, 0, 4)]);
+    od_as(c, "mode", od_int(r, 0, 1) ? "linear" : "nearest");
+  }
+}

@@ -1,0 +1,111 @@
+// od_ref.c — which ops have an independent reference, and the helpers they share (od_ref.h).
+#include "ops/od_ref.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct od_ref_entry {
+  const char *op;
+  int int_inputs_only;  // 1: only when input 0 is an integer tensor (Add etc. on floats: ORT only)
+  od_ref_fn fn;
+} od_ref_entry;
+
+static const od_ref_entry od_refs[] = {
+    {"ConvInteger", 0, od_ref_convint},        {"MatMulInteger", 0, od_ref_matmulint},
+    {"QuantizeLinear", 0, od_ref_quantize},    {"DequantizeLinear", 0, od_ref_dequantize},
+    {"Add", 1, od_ref_int_binary},             {"Sub", 1, od_ref_int_binary},
+    {"Mul", 1, od_ref_int_binary},             {"Div", 1, od_ref_int_binary},
+    {"Max", 1, od_ref_int_binary},             {"Min", 1, od_ref_int_binary},
+    {"Pow", 1, od_ref_int_binary},
+};
+
+static const od_ref_entry *od_ref_find(const od_case *c) {
+  for (size_t i = 0; i < sizeof od_refs / sizeof od_refs[0]; i++) {
+    const od_ref_entry *e = &od_refs[i];
+    if (strcmp(e->op, c->op)) continue;
+    if (e->int_inputs_only && (c->n_in < 1 || !od_ref_is_int(c->in[0].dtype))) return NULL;
+    return e;
+  }
+  return NULL;
+}
+
+int od_ref_has(const od_case *c) { return od_ref_find(c) != NULL; }
+
+char *od_ref_run(const od_case *c, fbx_host_tensor **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  const od_ref_entry *e = od_ref_find(c);
+  if (!e) return fbx_host_errf("no independent reference for %s", c->op);
+  if (c->n_out != 1) return fbx_host_errf("%s reference: %d outputs asked, it computes 1", c->op, c->n_out);
+  fbx_host_tensor *y = calloc(1, sizeof *y);
+  if (!y) return fbx_host_errf("out of memory");
+  char *err = e->fn(c, y);
+  if (err) { fbx_host_tensors_free(y, 1); return err; }
+  *out = y;
+  *n_out = 1;
+  return NULL;
+}
+
+const fbx_host_tensor *od_ref_in(const od_case *c, int i) {
+  return i < c->n_in && c->in[i].rank >= 0 ? &c->in[i] : NULL;
+}
+
+int od_ref_is_int(int dt) {
+  return dt == FBX_HOST_U8 || dt == FBX_HOST_I8 || dt == FBX_HOST_U16 || dt == FBX_HOST_I16 || dt == FBX_HOST_I32 ||
+         dt == FBX_HOST_I64 || dt == FBX_HOST_U32 || dt == FBX_HOST_U64;
+}
+
+int64_t od_ref_load(const fbx_host_tensor *t, size_t i) {
+  const void *p = t->data;
+  switch (t->dtype) {
+    case FBX_HOST_U8: return ((const uint8_t *)p)[i];
+    case FBX_HOST_I8: return ((const int8_t *)p)[i];
+    case FBX_HOST_U16: return ((const uint16_t *)p)[i];
+    case FBX_HOST_I16: return ((const int16_t *)p)[i];
+    case FBX_HOST_I32: return ((const int32_t *)p)[i];
+    case FBX_HOST_I64: return ((const int64_t *)p)[i];
+    case FBX_HOST_U32: return ((const uint32_t *)p)[i];
+    case FBX_HOST_U64: return (int64_t)((const uint64_t *)p)[i];
+    default: return 0;
+  }
+}
+
+void od_ref_store(fbx_host_tensor *t, size_t i, int64_t v) {
+  void *p = t->data;
+  uint64_t u = (uint64_t)v;  // two's-complement wrap, as the ONNX integer ops do
+  switch (t->dtype) {
+    case FBX_HOST_U8: ((uint8_t *)p)[i] = (uint8_t)u; break;
+    case FBX_HOST_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)u; break;
+    case FBX_HOST_U16: ((uint16_t *)p)[i] = (uint16_t)u; break;
+    case FBX_HOST_I16: ((int16_t *)p)[i] = (int16_t)(uint16_t)u; break;
+    case FBX_HOST_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)u; break;
+    case FBX_HOST_I64: ((int64_t *)p)[i] = v; break;
+    case FBX_HOST_U32: ((uint32_t *)p)[i] = (uint32_t)u; break;
+    case FBX_HOST_U64: ((uint64_t *)p)[i] = u; break;
+    default: break;
+  }
+}
+
+size_t od_ref_bcast_offset(int r, const int64_t *dims, int out_rank, const int64_t *out_dims, size_t flat) {
+  size_t off = 0, stride = 1;
+  for (int k = out_rank - 1; k >= 0; k--) {
+    size_t ik = flat % (size_t)out_dims[k];
+    flat /= (size_t)out_dims[k];
+    int j = k - (out_rank - r);
+    if (j < 0) continue;
+    if (dims[j] != 1) off += ik * stride;
+    stride *= (size_t)dims[j];
+  }
+  return off;
+}
+
+int od_ref_bcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int64_t *out) {
+  int r = ra > rb ? ra : rb;
+  for (int k = 0; k < r; k++) {
+    int ia = k - (r - ra), ib = k - (r - rb);
+    int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+    if (da != db && da != 1 && db != 1) return -1;
+    out[k] = da == 1 ? db : da;
+  }
+  return r;
+}

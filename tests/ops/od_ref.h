@@ -1,0 +1,44 @@
+// od_ref — independent references for the differential harness: naive implementations,
+// written from the ONNX operator spec in this folder, of the integer and quantized ops the
+// generators make (ConvInteger, MatMulInteger, QuantizeLinear, DequantizeLinear, and
+// Add/Sub/Mul/Div/Max/Min/Pow on integer tensors). ORT's CPU EP cannot be the only oracle for
+// them: it has been seen to return wrong ConvInteger sums (int8 x uint8) on AMD EPYC.
+// Plain loops, one element at a time, no cleverness: slow and obviously right is the point.
+#ifndef FBX_TESTS_OD_REF_H
+#define FBX_TESTS_OD_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/od_case.h"
+
+// 1 when c's op (and input dtype) has a reference here.
+int od_ref_has(const od_case *c);
+// c's outputs: *out is a heap array of *n_out tensors (free with fbx_host_tensors_free). Error
+// (heap) when c is outside what the reference implements -- a harness bug, since the
+// generators and the references live together -- or out of memory.
+char *od_ref_run(const od_case *c, fbx_host_tensor **out, size_t *n_out);
+
+// ---- shared by the od_ref_*.c files ----
+
+// One op's reference: fills *y (allocated here, owned by the caller).
+typedef char *(*od_ref_fn)(const od_case *c, fbx_host_tensor *y);
+char *od_ref_int_binary(const od_case *c, fbx_host_tensor *y);  // od_ref_ew.c
+char *od_ref_quantize(const od_case *c, fbx_host_tensor *y);    // od_ref_quant.c
+char *od_ref_dequantize(const od_case *c, fbx_host_tensor *y);
+char *od_ref_matmulint(const od_case *c, fbx_host_tensor *y);   // od_ref_intmm.c
+char *od_ref_convint(const od_case *c, fbx_host_tensor *y);
+
+// Input i, or NULL when absent (past n_in or rank -1).
+const fbx_host_tensor *od_ref_in(const od_case *c, int i);
+int od_ref_is_int(int dtype);  // (u)int8/16/32/64
+// Exact integer element access (no detour through double); store wraps to the dtype's width.
+int64_t od_ref_load(const fbx_host_tensor *t, size_t i);
+void od_ref_store(fbx_host_tensor *t, size_t i, int64_t v);
+// Offset into a tensor of dims[r] of the element that numpy broadcasting maps output element
+// `flat` of out_dims[out_rank] to (dims right-aligned against out_dims, size-1 dims repeat).
+size_t od_ref_bcast_offset(int r, const int64_t *dims, int out_rank, const int64_t *out_dims, size_t flat);
+// Broadcast shape of a[ra] and b[rb] into out (rank returned), or -1 when they do not broadcast.
+int od_ref_bcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int64_t *out);
+
+#endif
