@@ -61,6 +61,11 @@ fbx_host_tensor *od_in(od_case *c, od_rng *r, int dtype, int rank, const int64_t
   return t;
 }
 
+void od_fill_q8(fbx_host_tensor *t, od_rng *r) {
+  int u = t->dtype == FBX_HOST_U8;
+  fbx_host_tensor_fill_int(t, od_next(r), u ? 0 : -128, u ? 255 : 127);
+}
+
 fbx_host_tensor *od_i64s(od_case *c, const int64_t *v, int n, int init) {
   int64_t d = n;
   int i = c->n_in++;

@@ -63,6 +63,7 @@ void od_shape(od_rng *r, int rank, int64_t *d, int lo, int hi);  // d[i] uniform
 // Append input x<i> of dtype[dims] with random data (floats N(0,1), bool 0/1, uint8 0..255,
 // other ints -20..20); init: 1 = initializer. Returns the tensor (its data may be refilled).
 fbx_host_tensor *od_in(od_case *c, od_rng *r, int dtype, int rank, const int64_t *dims, int init);
+void od_fill_q8(fbx_host_tensor *t, od_rng *r);  // refill a uint8 / int8 tensor over the whole range
 fbx_host_tensor *od_i64s(od_case *c, const int64_t *v, int n, int init);  // 1-D int64 input
 void od_ai(od_case *c, const char *n, int64_t v);
 void od_af(od_case *c, const char *n, float v);

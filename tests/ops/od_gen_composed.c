@@ -4,12 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-// Fill t (uint8 or int8) over its whole range.
-static void od_q8(fbx_host_tensor *t, od_rng *r) {
-  int u = t->dtype == FBX_HOST_U8;
-  fbx_host_tensor_fill_int(t, od_next(r), u ? 0 : -128, u ? 255 : 127);
-}
-
 // Ops Fusebox composes from other IR ops (onnx_ops_extra.c and friends).
 void od_gen_composed(od_case *c, od_rng *r) {
   int k = od_int(r, 0, 5);
@@ -49,8 +43,7 @@ void od_gen_composed(od_case *c, od_rng *r) {
     c->op = "DequantizeLinear";
     c->opset = 13;
     int dt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
-    fbx_host_tensor *x = od_in(c, r, dt, rank, d, 0);
-    fbx_host_tensor_fill_int(x, od_next(r), dt == FBX_HOST_U8 ? 0 : -128, dt == FBX_HOST_U8 ? 255 : 127);
+    od_fill_q8(od_in(c, r, dt, rank, d, 0), r);
     int64_t one[1] = {1};
     fbx_host_tensor *s = od_in(c, r, FBX_HOST_F32, 0, one, 1);
     fbx_host_tensor_set(s, 0, 0.01 + 0.05 * od_unit(r));
@@ -78,10 +71,10 @@ void od_gen_composed(od_case *c, od_rng *r) {
     int64_t a[3] = {M, K}, b[2] = {K, N}, one[1] = {1}, n1[1] = {N};
     if (ra == 3) { a[0] = od_int(r, 1, 3); a[1] = M; a[2] = K; }
     int adt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8, bdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
-    od_q8(od_in(c, r, adt, ra, a, 0), r);
-    od_q8(od_in(c, r, bdt, 2, b, 1), r);
+    od_fill_q8(od_in(c, r, adt, ra, a, 0), r);
+    od_fill_q8(od_in(c, r, bdt, 2, b, 1), r);
     int zk = od_int(r, 0, 3);  // 0: no zero points, 1: A's, 2: + B's per-tensor, 3: + B's per column
-    if (zk >= 1) od_q8(od_in(c, r, adt, 0, one, 1), r);
-    if (zk >= 2) od_q8(od_in(c, r, bdt, zk == 2 ? 0 : 1, zk == 2 ? one : n1, 1), r);
+    if (zk >= 1) od_fill_q8(od_in(c, r, adt, 0, one, 1), r);
+    if (zk >= 2) od_fill_q8(od_in(c, r, bdt, zk == 2 ? 0 : 1, zk == 2 ? one : n1, 1), r);
   }
 }

@@ -57,19 +57,11 @@ void od_gen_convint(od_case *c, od_rng *r) {
   int64_t M = group == C ? C : od_int(r, 1, 5);
   int xdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8, wdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
   int64_t x[4] = {N, C, H, W}, w[4] = {M, C / group, kh, kw}, one[1] = {1}, m1[1] = {M};
-  fbx_host_tensor *xt = od_in(c, r, xdt, 4, x, 0);
-  fbx_host_tensor_fill_int(xt, od_next(r), xdt == FBX_HOST_U8 ? 0 : -128, xdt == FBX_HOST_U8 ? 255 : 127);
-  fbx_host_tensor *wt = od_in(c, r, wdt, 4, w, 1);
-  fbx_host_tensor_fill_int(wt, od_next(r), wdt == FBX_HOST_U8 ? 0 : -128, wdt == FBX_HOST_U8 ? 255 : 127);
-  int zk = od_int(r, 0, 3);
-  if (zk >= 1) {
-    fbx_host_tensor *z = od_in(c, r, xdt, 0, one, od_int(r, 0, 1));
-    fbx_host_tensor_fill_int(z, od_next(r), xdt == FBX_HOST_U8 ? 0 : -128, xdt == FBX_HOST_U8 ? 255 : 127);
-  }
-  if (zk >= 2) {
-    fbx_host_tensor *z = od_in(c, r, wdt, zk == 2 ? 0 : 1, zk == 2 ? one : m1, 1);
-    fbx_host_tensor_fill_int(z, od_next(r), wdt == FBX_HOST_U8 ? 0 : -128, wdt == FBX_HOST_U8 ? 255 : 127);
-  }
+  od_fill_q8(od_in(c, r, xdt, 4, x, 0), r);
+  od_fill_q8(od_in(c, r, wdt, 4, w, 1), r);
+  int zk = od_int(r, 0, 3);  // 0: no zero points, 1: x's, 2: + w's per-tensor, 3: + w's per output channel
+  if (zk >= 1) od_fill_q8(od_in(c, r, xdt, 0, one, od_int(r, 0, 1)), r);
+  if (zk >= 2) od_fill_q8(od_in(c, r, wdt, zk == 2 ? 0 : 1, zk == 2 ? one : m1, 1), r);
   int64_t ks[2] = {kh, kw}, st[2] = {s, s}, pads[4] = {p, p, p, p};
   od_aints(c, "kernel_shape", ks, 2);
   od_aints(c, "strides", st, 2);
