@@ -6,7 +6,7 @@
 
 // Ops Fusebox composes from other IR ops (onnx_ops_extra.c and friends).
 void od_gen_composed(od_case *c, od_rng *r) {
-  int k = od_int(r, 0, 5);
+  int k = od_int(r, 0, 7);
   int64_t d[4];
   int rank = od_int(r, 1, 4);
   od_shape(r, rank, d, 1, 6);
@@ -63,7 +63,35 @@ void od_gen_composed(od_case *c, od_rng *r) {
     fbx_host_tensor_fill_int(x, od_next(r), -6, 6);
     fbx_host_tensor *y = od_in(c, r, dt, rank, d, 0);
     fbx_host_tensor_fill_int(y, od_next(r), 0, 5);
-  } else {  // MatMulInteger (K <= 258): (u)int8 x (u)int8, optional zero points, A of rank 2 or 3
+  } else if (k == 6) {  // DynamicQuantizeLinear: x -> (uint8 y, y_scale, y_zero_point)
+    c->op = "DynamicQuantizeLinear";
+    c->opset = 11;
+    fbx_host_tensor *x = od_in(c, r, FBX_HOST_F32, rank, d, 0);
+    int shift = od_int(r, 0, 2);  // 0: both signs, 1: all >= 0 (zero point 0), 2: all <= 0 (zero point 255)
+    double lo = shift == 1 ? 0.0 : -2.0 - 3.0 * od_unit(r), hi = shift == 2 ? 0.0 : 2.0 + 3.0 * od_unit(r);
+    fbx_host_tensor_fill_uniform(x, od_next(r), lo, hi);
+    c->n_out = 3;
+  } else if (k == 7) {  // QLinearMatMul, per-tensor scales and zero points (K <= 258)
+    c->op = "QLinearMatMul";
+    c->opset = 10;
+    int64_t M = od_int(r, 1, 12), K = od_int(r, 1, 64), N = od_int(r, 1, 12), one[1] = {1};
+    int ra = od_int(r, 0, 3) == 0 ? 3 : 2;
+    int64_t a[3] = {M, K}, b[2] = {K, N};
+    if (ra == 3) { a[0] = od_int(r, 1, 3); a[1] = M; a[2] = K; }
+    int adt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8, bdt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
+    int ydt = od_int(r, 0, 1) ? FBX_HOST_U8 : FBX_HOST_I8;
+    // scales: a, b ~ 0.005..0.05; y sized so that most outputs land inside the 8-bit range
+    double as = 0.005 + 0.045 * od_unit(r), bs = 0.005 + 0.045 * od_unit(r);
+    double ys = as * bs * 74.0 * 74.0 * sqrt((double)K) / (20.0 + 40.0 * od_unit(r));
+    od_fill_q8(od_in(c, r, adt, ra, a, 0), r);
+    fbx_host_tensor_set(od_in(c, r, FBX_HOST_F32, 0, one, 1), 0, as);
+    od_fill_q8(od_in(c, r, adt, 0, one, 1), r);
+    od_fill_q8(od_in(c, r, bdt, 2, b, 1), r);
+    fbx_host_tensor_set(od_in(c, r, FBX_HOST_F32, 0, one, 1), 0, bs);
+    od_fill_q8(od_in(c, r, bdt, 0, one, 1), r);
+    fbx_host_tensor_set(od_in(c, r, FBX_HOST_F32, 0, one, 1), 0, ys);
+    od_fill_q8(od_in(c, r, ydt, 0, one, 1), r);
+  } else {  // k == 5: MatMulInteger (K <= 258): (u)int8 x (u)int8, optional zero points, A of rank 2 or 3
     c->op = "MatMulInteger";
     c->opset = 10;
     int64_t M = od_int(r, 1, 12), K = od_int(r, 1, 64), N = od_int(r, 1, 12);

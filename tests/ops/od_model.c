@@ -95,4 +95,6 @@ void od_out_dtypes(const od_case *c, int *dt) {
   if (!strcmp(o, "DequantizeLinear")) dt[0] = FBX_HOST_F32;
   if (!strcmp(o, "MatMulInteger") || !strcmp(o, "ConvInteger")) dt[0] = FBX_HOST_I32;
   if (!strcmp(o, "LayerNormalization")) dt[1] = dt[2] = FBX_HOST_F32;
+  if (!strcmp(o, "DynamicQuantizeLinear")) { dt[0] = dt[2] = FBX_HOST_U8; dt[1] = FBX_HOST_F32; }
+  if (!strcmp(o, "QLinearMatMul")) dt[0] = c->in[7].dtype;
 }

@@ -1,22 +1,31 @@
 // od_ref.c — which ops have an independent reference, and the helpers they share (od_ref.h).
 #include "ops/od_ref.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct od_ref_entry {
   const char *op;
   int int_inputs_only;  // 1: only when input 0 is an integer tensor (Add etc. on floats: ORT only)
+  int n_out;            // outputs it computes
   od_ref_fn fn;
 } od_ref_entry;
 
 static const od_ref_entry od_refs[] = {
-    {"ConvInteger", 0, od_ref_convint},        {"MatMulInteger", 0, od_ref_matmulint},
-    {"QuantizeLinear", 0, od_ref_quantize},    {"DequantizeLinear", 0, od_ref_dequantize},
-    {"Add", 1, od_ref_int_binary},             {"Sub", 1, od_ref_int_binary},
-    {"Mul", 1, od_ref_int_binary},             {"Div", 1, od_ref_int_binary},
-    {"Max", 1, od_ref_int_binary},             {"Min", 1, od_ref_int_binary},
-    {"Pow", 1, od_ref_int_binary},
+    {"ConvInteger", 0, 1, od_ref_convint},
+    {"MatMulInteger", 0, 1, od_ref_matmulint},
+    {"QLinearMatMul", 0, 1, od_ref_qlinearmatmul},
+    {"QuantizeLinear", 0, 1, od_ref_quantize},
+    {"DequantizeLinear", 0, 1, od_ref_dequantize},
+    {"DynamicQuantizeLinear", 0, 3, od_ref_dynquantize},
+    {"Add", 1, 1, od_ref_int_binary},
+    {"Sub", 1, 1, od_ref_int_binary},
+    {"Mul", 1, 1, od_ref_int_binary},
+    {"Div", 1, 1, od_ref_int_binary},
+    {"Max", 1, 1, od_ref_int_binary},
+    {"Min", 1, 1, od_ref_int_binary},
+    {"Pow", 1, 1, od_ref_int_binary},
 };
 
 static const od_ref_entry *od_ref_find(const od_case *c) {
@@ -36,13 +45,14 @@ char *od_ref_run(const od_case *c, fbx_host_tensor **out, size_t *n_out) {
   *n_out = 0;
   const od_ref_entry *e = od_ref_find(c);
   if (!e) return fbx_host_errf("no independent reference for %s", c->op);
-  if (c->n_out != 1) return fbx_host_errf("%s reference: %d outputs asked, it computes 1", c->op, c->n_out);
-  fbx_host_tensor *y = calloc(1, sizeof *y);
+  if (c->n_out != e->n_out)
+    return fbx_host_errf("%s reference: %d outputs asked, it computes %d", c->op, c->n_out, e->n_out);
+  fbx_host_tensor *y = calloc((size_t)e->n_out, sizeof *y);
   if (!y) return fbx_host_errf("out of memory");
   char *err = e->fn(c, y);
-  if (err) { fbx_host_tensors_free(y, 1); return err; }
+  if (err) { fbx_host_tensors_free(y, (size_t)e->n_out); return err; }
   *out = y;
-  *n_out = 1;
+  *n_out = (size_t)e->n_out;
   return NULL;
 }
 
@@ -53,6 +63,18 @@ const fbx_host_tensor *od_ref_in(const od_case *c, int i) {
 int od_ref_is_int(int dt) {
   return dt == FBX_HOST_U8 || dt == FBX_HOST_I8 || dt == FBX_HOST_U16 || dt == FBX_HOST_I16 || dt == FBX_HOST_I32 ||
          dt == FBX_HOST_I64 || dt == FBX_HOST_U32 || dt == FBX_HOST_U64;
+}
+
+int od_ref_q8_range(int dt, int64_t *lo, int64_t *hi) {
+  if (dt == FBX_HOST_U8) { *lo = 0; *hi = 255; return 0; }
+  if (dt == FBX_HOST_I8) { *lo = -128; *hi = 127; return 0; }
+  return -1;
+}
+
+int64_t od_ref_requant(float v, int64_t zp, int64_t lo, int64_t hi) {
+  if (isnan(v)) return zp < lo ? lo : zp > hi ? hi : zp;  // callers reject NaN first; no UB here either way
+  double q = (double)nearbyintf(v) + (double)zp;  // default rounding mode: to nearest, ties to even
+  return q < (double)lo ? lo : q > (double)hi ? hi : (int64_t)q;
 }
 
 int64_t od_ref_load(const fbx_host_tensor *t, size_t i) {

@@ -109,3 +109,36 @@ char *od_ref_convint(const od_case *c, fbx_host_tensor *y) {
     }
   return NULL;
 }
+
+// QLinearMatMul (per-tensor scales and zero points): acc = MatMulInteger(a, b, a_zp, b_zp), then
+// y = saturate(round_half_even(float(acc) * (a_scale * b_scale / y_scale)) + y_zp), in float32 in
+// that order (as ORT's CPU EP requantizes; the ONNX reference implementation multiplies in
+// float64, which can differ at a rounding tie).
+char *od_ref_qlinearmatmul(const od_case *c, fbx_host_tensor *y) {
+  const fbx_host_tensor *as = od_ref_in(c, 1), *bs = od_ref_in(c, 4), *ys = od_ref_in(c, 6), *yz = od_ref_in(c, 7);
+  int64_t lo, hi;
+  if (c->n_in != 8 || !as || !bs || !ys || !yz || as->dtype != FBX_HOST_F32 || bs->dtype != FBX_HOST_F32 ||
+      ys->dtype != FBX_HOST_F32 || fbx_host_tensor_numel(as) != 1 || fbx_host_tensor_numel(bs) != 1 ||
+      fbx_host_tensor_numel(ys) != 1 || fbx_host_tensor_numel(yz) != 1 || od_ref_q8_range(yz->dtype, &lo, &hi))
+    return fbx_host_errf("QLinearMatMul reference: per-tensor float32 scales and 8-bit zero points expected");
+  od_case mm;  // a view of the integer part: A, B, a_zp, b_zp (tensors borrowed, not freed)
+  memset(&mm, 0, sizeof mm);
+  mm.op = "MatMulInteger";
+  mm.n_in = 4;
+  mm.in[0] = c->in[0];
+  mm.in[1] = c->in[3];
+  mm.in[2] = c->in[2];
+  mm.in[3] = c->in[5];
+  fbx_host_tensor acc;
+  char *e = od_ref_matmulint(&mm, &acc);
+  if (e) return e;
+  e = fbx_host_tensor_alloc(y, "y0", yz->dtype, acc.rank, acc.dims);
+  if (!e) {
+    float m = ((const float *)as->data)[0] * ((const float *)bs->data)[0] / ((const float *)ys->data)[0];
+    int64_t zp = od_ref_load(yz, 0);
+    size_t n = fbx_host_tensor_numel(&acc);
+    for (size_t i = 0; i < n; i++) od_ref_store(y, i, od_ref_requant((float)od_ref_load(&acc, i) * m, zp, lo, hi));
+  }
+  fbx_host_tensor_free(&acc);
+  return e;
+}

@@ -1,8 +1,12 @@
 // od_ref_quant.c — references for QuantizeLinear and DequantizeLinear (opset 10-19 forms:
-// per-tensor, or per-axis with a 1-D scale along `axis`; 8-bit integer types).
+// per-tensor, or per-axis with a 1-D scale along `axis`; 8-bit integer types) and
+// DynamicQuantizeLinear (opset 11), all arithmetic in float32 as the spec writes it:
 //
-//   QuantizeLinear:   y = saturate(round_half_even(x / y_scale) + y_zero_point)   (float32 x / scale)
-//   DequantizeLinear: y = (x - x_zero_point) * x_scale                            (float32 product)
+//   QuantizeLinear:   y = saturate(round_half_even(x / y_scale) + y_zero_point)
+//   DequantizeLinear: y = (x - x_zero_point) * x_scale
+//   DynamicQuantizeLinear: lo = min(0, min x), hi = max(0, max x), y_scale = (hi - lo) / 255,
+//                     y_zero_point = round_half_even(saturate(0 - lo / y_scale)),
+//                     y = saturate(round_half_even(x / y_scale) + y_zero_point)  (uint8)
 #include "ops/od_ref.h"
 
 #include <math.h>
@@ -16,12 +20,6 @@ static int64_t od_ref_qparam_index(const fbx_host_tensor *x, const fbx_host_tens
   size_t inner = 1;
   for (int k = (int)axis + 1; k < x->rank; k++) inner *= (size_t)x->dims[k];
   return (int64_t)((i / inner) % (size_t)x->dims[axis]);
-}
-
-static int od_ref_q8_range(int dt, int64_t *lo, int64_t *hi) {
-  if (dt == FBX_HOST_U8) { *lo = 0; *hi = 255; return 0; }
-  if (dt == FBX_HOST_I8) { *lo = -128; *hi = 127; return 0; }
-  return -1;
 }
 
 char *od_ref_quantize(const od_case *c, fbx_host_tensor *y) {
@@ -38,11 +36,9 @@ char *od_ref_quantize(const od_case *c, fbx_host_tensor *y) {
     int64_t k = od_ref_qparam_index(x, s, axis, i);
     if (k < 0 || (z && fbx_host_tensor_numel(z) != fbx_host_tensor_numel(s)))
       return fbx_host_errf("QuantizeLinear reference: scale / zero point shape not per-tensor or per-axis");
-    float xv = ((const float *)x->data)[i], sv = ((const float *)s->data)[k];
-    float q = nearbyintf(xv / sv);  // default rounding mode: to nearest, ties to even
+    float q = ((const float *)x->data)[i] / ((const float *)s->data)[k];  // float32 division, as the spec
     if (isnan(q)) return fbx_host_errf("QuantizeLinear reference: NaN input is outside it");
-    double v = (double)q + (double)(z ? od_ref_load(z, (size_t)k) : 0);
-    od_ref_store(y, i, v < (double)lo ? lo : v > (double)hi ? hi : (int64_t)v);
+    od_ref_store(y, i, od_ref_requant(q, z ? od_ref_load(z, (size_t)k) : 0, lo, hi));
   }
   return NULL;
 }
@@ -62,5 +58,31 @@ char *od_ref_dequantize(const od_case *c, fbx_host_tensor *y) {
     int64_t d = od_ref_load(x, i) - (z ? od_ref_load(z, (size_t)k) : 0);  // exact: |d| < 2^33
     ((float *)y->data)[i] = (float)d * ((const float *)s->data)[k];
   }
+  return NULL;
+}
+
+char *od_ref_dynquantize(const od_case *c, fbx_host_tensor *y) {
+  const fbx_host_tensor *x = od_ref_in(c, 0);
+  if (!x || x->dtype != FBX_HOST_F32) return fbx_host_errf("DynamicQuantizeLinear reference: float32 x expected");
+  const float *xv = x->data;
+  size_t n = fbx_host_tensor_numel(x);
+  float lo = 0.0f, hi = 0.0f;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(xv[i])) return fbx_host_errf("DynamicQuantizeLinear reference: NaN input is outside it");
+    lo = xv[i] < lo ? xv[i] : lo;
+    hi = xv[i] > hi ? xv[i] : hi;
+  }
+  if (hi == lo) return fbx_host_errf("DynamicQuantizeLinear reference: all-zero input (scale 0) is outside it");
+  float scale = (hi - lo) / 255.0f;
+  float zf = 0.0f - lo / scale;
+  int64_t zp = (int64_t)nearbyintf(zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf);
+  int64_t one[1] = {1};
+  char *e = fbx_host_tensor_alloc(&y[0], "y0", FBX_HOST_U8, x->rank, x->dims);
+  if (!e) e = fbx_host_tensor_alloc(&y[1], "y1", FBX_HOST_F32, 0, one);
+  if (!e) e = fbx_host_tensor_alloc(&y[2], "y2", FBX_HOST_U8, 0, one);
+  if (e) return e;
+  for (size_t i = 0; i < n; i++) od_ref_store(&y[0], i, od_ref_requant(xv[i] / scale, zp, 0, 255));
+  ((float *)y[1].data)[0] = scale;
+  od_ref_store(&y[2], 0, zp);
   return NULL;
 }

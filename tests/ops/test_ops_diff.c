@@ -4,9 +4,9 @@
 // For each case: pick an op family (od_gen.c), random shapes / attributes / dtype from a
 // seeded generator, write a one-node ONNX model (od_model.c) into a temp file, run it on ORT's
 // CPU EP alone and with the Fusebox EP registered, and compare every output with a per-dtype
-// tolerance (ints and bool exact, NaN == NaN). For ConvInteger, MatMulInteger,
-// Quantize/DequantizeLinear and integer Add/Sub/Mul/Div/Max/Min/Pow a naive reference written
-// here (od_ref*.c) is a third opinion, and the rule of od_judge.h decides: Fusebox == ORT
+// tolerance (ints and bool exact, NaN == NaN). For ConvInteger, MatMulInteger, QLinearMatMul,
+// Quantize/Dequantize/DynamicQuantizeLinear and integer Add/Sub/Mul/Div/Max/Min/Pow a naive
+// reference written here (od_ref*.c) is a third opinion, and the rule of od_judge.h decides: Fusebox == ORT
 // passes (and the reference must agree too); Fusebox != ORT but == the reference passes and is
 // reported "ORT disagrees; independent reference agrees" (ORT's CPU EP returns wrong
 // ConvInteger sums on AMD EPYC); anything else fails. ORT's node assignment is recorded: a case

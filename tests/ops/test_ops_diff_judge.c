@@ -5,8 +5,8 @@
 //      ORT and reference both off (fail), reference off alone (fail when claimed), ORT cannot
 //      run it (reference only / skip), tolerance, output-count mismatch;
 //   2. each reference on small inputs worked out by hand (padding, zero points per tensor /
-//      row / column / channel, round-half-to-even and saturation, truncating division,
-//      broadcasting);
+//      row / column / channel, round-half-to-even and saturation, dynamic scale and zero point,
+//      truncating division, broadcasting);
 //   3. real generated cases through ORT and Fusebox with ORT's output deliberately corrupted:
 //      cases with a reference pass with the report, and fail once the reference is corrupted
 //      too; a case without a reference fails.
@@ -38,7 +38,7 @@ static void mk(fbx_host_tensor *t, const char *name, int dtype, int rank, const 
 
 // Append input x<n_in> (dtype[dims] = v) to a hand-made case.
 static void add_in(od_case *c, int dtype, int rank, const int64_t *dims, const double *v) {
-  char name[8];
+  char name[16];
   snprintf(name, sizeof name, "x%d", c->n_in);
   mk(&c->in[c->n_in], name, dtype, rank, dims, v);
   c->is_init[c->n_in++] = 1;
@@ -188,6 +188,42 @@ static void test_refs(void) {
   c.n_out = 1;
   check_ref(&c, "DequantizeLinear", 1, (int64_t[]){3}, (double[]){-64, 0, 63.5});
 
+  // DynamicQuantizeLinear: x = [-1, 0, 2, 1] -> scale 3/255, zero point round(1 / scale) = 85,
+  // y = [0, 85, 255, 170]
+  c.op = "DynamicQuantizeLinear";
+  add_in(&c, FBX_HOST_F32, 1, (int64_t[]){4}, (double[]){-1, 0, 2, 1});
+  c.n_out = 3;
+  fbx_host_tensor *y = NULL;
+  size_t ny = 0;
+  char *e = od_ref_run(&c, &y, &ny);
+  CHECK(!e && ny == 3, "DynamicQuantizeLinear reference: %s", e ? e : "not 3 outputs");
+  fbx_host_err_free(e);
+  if (!e && ny == 3) {
+    const double want[4] = {0, 85, 255, 170};
+    for (size_t i = 0; i < 4; i++) CHECK(fbx_host_tensor_get(&y[0], i) == want[i], "DynamicQuantizeLinear y[%zu]", i);
+    CHECK(fbx_host_tensor_get(&y[1], 0) == (double)(3.0f / 255.0f) && y[1].dtype == FBX_HOST_F32, "DynamicQuantizeLinear scale");
+    CHECK(fbx_host_tensor_get(&y[2], 0) == 85 && y[2].dtype == FBX_HOST_U8, "DynamicQuantizeLinear zero point");
+  }
+  if (y) fbx_host_tensors_free(y, ny);
+  od_case_free(&c);
+  memset(&c, 0, sizeof c);
+  // QLinearMatMul: a [[10,20]] - 10 = [0,10]; b [[1,1],[3,2]] - 1 = [[0,0],[2,1]]; acc = [20, 10];
+  // multiplier 0.5 * 0.25 / 0.5 = 0.25 -> [5, 2.5 -> 2 (tie to even)] + 100; with y_zp 254: saturates
+  for (int sat = 0; sat < 2; sat++) {
+    c.op = "QLinearMatMul";
+    add_in(&c, FBX_HOST_U8, 2, (int64_t[]){1, 2}, (double[]){10, 20});
+    add_in(&c, FBX_HOST_F32, 0, one, (double[]){0.5});
+    add_in(&c, FBX_HOST_U8, 0, one, (double[]){10});
+    add_in(&c, FBX_HOST_U8, 2, (int64_t[]){2, 2}, (double[]){1, 1, 3, 2});
+    add_in(&c, FBX_HOST_F32, 0, one, (double[]){0.25});
+    add_in(&c, FBX_HOST_U8, 0, one, (double[]){1});
+    add_in(&c, FBX_HOST_F32, 0, one, (double[]){0.5});
+    add_in(&c, FBX_HOST_U8, 0, one, (double[]){sat ? 254 : 100});
+    c.n_out = 1;
+    check_ref(&c, sat ? "QLinearMatMul saturates" : "QLinearMatMul ties to even", 2, (int64_t[]){1, 2},
+              sat ? (double[]){255, 255} : (double[]){105, 102});
+  }
+
   // integer binary ops: truncating Div, Pow, broadcasting [2,1] + [3] -> [2,3], int8 wrap
   c.op = "Div";
   add_in(&c, FBX_HOST_I32, 1, m2, (double[]){-7, 7});
@@ -235,8 +271,9 @@ static int is_pass(od_verdict v) {
 
 static void test_corrupted_ort(fbx_host *h, const char *path) {
   static const struct { od_gen gen; const char *op; } kinds[] = {
-      {od_gen_convint, "ConvInteger"},      {od_gen_composed, "MatMulInteger"},
-      {od_gen_composed, "QuantizeLinear"}, {od_gen_composed, "DequantizeLinear"}};
+      {od_gen_convint, "ConvInteger"},       {od_gen_composed, "MatMulInteger"},
+      {od_gen_composed, "QLinearMatMul"},   {od_gen_composed, "QuantizeLinear"},
+      {od_gen_composed, "DequantizeLinear"}, {od_gen_composed, "DynamicQuantizeLinear"}};
   od_rng r = {0x5eed0f0d5eedULL};
   int reported = 0;
   for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
@@ -262,7 +299,7 @@ static void test_corrupted_ort(fbx_host *h, const char *path) {
             od_verdict_name(res.j.verdict));
       od_case_free(&c);
     }
-  CHECK(reported >= 12, "only %d corrupted-ORT cases reported \"ORT disagrees; independent reference agrees\"", reported);
+  CHECK(reported >= 18, "only %d corrupted-ORT cases reported \"ORT disagrees; independent reference agrees\"", reported);
   // an op without a reference: a corrupted ORT output is a plain failure
   od_case c;
   next_case(od_gen_conv, "Conv", &r, &c);
