@@ -123,8 +123,11 @@ void od_run(fbx_host *h, const od_case *c, const char *path, const od_run_opts *
 
   e = od_session(h, c, path, 1, &res->claimed, &fbx, &n_fbx);
   if (e) {
-    j->verdict = OD_VERDICT_FAIL;
-    snprintf(j->msg, sizeof j->msg, "Fusebox: %.300s", e);
+    // When ORT alone could not run it either, Fusebox may have declined the node (allowed) and
+    // the session failed in ORT's kernel again, and nothing says the model is valid: a skip.
+    j->verdict = ort ? OD_VERDICT_FAIL : OD_VERDICT_SKIP;
+    snprintf(j->msg, sizeof j->msg, "%s%.200s%sFusebox: %.300s", ort ? "" : "ORT CPU: ", ort ? "" : ort_err,
+             ort ? "" : "; ", e);
     fbx_host_err_free(e);
     goto done;
   }
