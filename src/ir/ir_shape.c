@@ -54,6 +54,22 @@ fbx_status *fbx__ir_need_data(const fbx_ir_node *node, const fbx_tensor *in, int
   return NULL;
 }
 
+/* Every value shape inference produces is a valid shape (base/checked.h):
+ * its element count and byte size fit, so kernels and buffer sizing can
+ * multiply dims without overflow. The message is built only on failure. */
+static fbx_status *fbx__ir_check_size(const fbx_ir_node *node, int o, const fbx_tensor *t) {
+  size_t es = fbx_dtype_size(t->dtype), bytes;
+  int64_t n;
+  if (fbx_dims_numel(t->dims, t->rank, &n) && fbx_size_mul((size_t)n, es ? es : 1, &bytes) &&
+      (uint64_t)bytes <= FBX_TENSOR_MAX_BYTES)
+    return NULL;
+  char what[192];
+  snprintf(what, sizeof what, "%s '%s' output %d", node->onnx_op && node->onnx_op[0] ? node->onnx_op : fbx_ir_op_name(node->op),
+           node->name ? node->name : "", o);
+  fbx_status *st = fbx_shape_bytes_checked(t->dims, t->rank, es ? es : 1, what, &bytes);
+  return st ? st : FBX__IR_FAIL(node, "output %d: invalid shape", o);
+}
+
 /* ---- elementwise ---- */
 
 /* Broadcast b into out (out already holds the running shape). */
@@ -265,9 +281,11 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
       break;
   }
   if (st) return st;
-  for (int o = 0; o < n_outputs; o++)
+  for (int o = 0; o < n_outputs; o++) {
     for (int i = 0; i < outputs[o].rank; i++)
       if (outputs[o].dims[i] < 0)
         return FBX__IR_FAIL(node, "output %d dim %d is negative (%lld)", o, i, (long long)outputs[o].dims[i]);
+    FBX_TRY(fbx__ir_check_size(node, o, &outputs[o]));
+  }
   return NULL;
 }

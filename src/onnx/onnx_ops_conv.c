@@ -187,7 +187,8 @@ bool fbx__onnx_claim_convint(const fbx_onnx_cctx *c) {
     return fbx__onnx_fail(c, "W C/group unknown: float32 accumulation is exact only for C/group * kernel volume <= %d",
                           FBX__ONNX_CONVINT_KMAX);
   int64_t k = w->dims[1];
-  for (int i = 0; i < p.conv.nd; i++) k *= p.conv.kernel[i];
+  for (int i = 0; i < p.conv.nd && k <= FBX__ONNX_CONVINT_KMAX; i++)
+    if (!fbx_i64_mul(k, p.conv.kernel[i], &k)) k = INT64_MAX;
   if (k > FBX__ONNX_CONVINT_KMAX)
     return fbx__onnx_fail(c,
                           "K = C/group * kernel volume = %lld > %d: float32 accumulation of up to K * 255^2 "
