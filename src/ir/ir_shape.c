@@ -206,6 +206,13 @@ static fbx_status *fbx__ir_infer_norm(const fbx_ir_node *node, const fbx_tensor 
   int axis = node->params.norm.axis;
   if (node->op == FBX_IR_OP_LAYER_NORM && (axis < 0 || axis > in[0].rank))
     return FBX__IR_FAIL(node, "axis %d outside rank %d", axis, in[0].rank);
+  if (node->op == FBX_IR_OP_INSTANCE_NORM) { /* scale, B: [C] */
+    if (in[0].rank < 3) return FBX__IR_FAIL(node, "input rank %d < 3", in[0].rank);
+    for (int i = 1; i <= 2; i++)
+      if (!fbx__ir_present(in, n_in, i) || in[i].rank != 1 || in[i].dims[0] != in[0].dims[1])
+        return FBX__IR_FAIL(node, "%s must be [%lld] (the channel count)", i == 1 ? "scale" : "B",
+                            (long long)in[0].dims[1]);
+  }
   for (int o = 1; o < n_out; o++) { /* LayerNorm Mean / InvStdDev: dims >= axis become 1 */
     out[o] = out[0];
     out[o].dtype = FBX_DTYPE_F32;

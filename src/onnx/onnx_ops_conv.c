@@ -51,11 +51,19 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
     return fbx__onnx_fail(c, "bad output_padding");
   if (!fbx__onnx_ints_n(n, "output_shape", nd, 0, p->conv.output_shape, NULL))
     return fbx__onnx_fail(c, "output_shape must list the %d spatial dims", nd);
+  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE;
   for (int i = 0; i < nd; i++) {
     if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
       return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
     if (p->conv.pads[i] < 0 || p->conv.pads[nd + i] < 0 || p->conv.output_padding[i] < 0 || p->conv.output_shape[i] < 0)
       return fbx__onnx_fail(c, "negative pads/output_padding not supported");
+    /* invalid models (ONNX Runtime rejects them; declined so that it reports its own error) */
+    if (pool && (p->conv.pads[i] >= p->conv.kernel[i] || p->conv.pads[nd + i] >= p->conv.kernel[i]))
+      return fbx__onnx_fail(c, "pads (%lld, %lld) of dim %d must be smaller than the kernel (%lld)",
+                            (long long)p->conv.pads[i], (long long)p->conv.pads[nd + i], i, (long long)p->conv.kernel[i]);
+    if (op == FBX_IR_OP_CONV_TRANSPOSE && p->conv.output_padding[i] >= p->conv.strides[i])
+      return fbx__onnx_fail(c, "output_padding %lld of dim %d must be smaller than the stride (%lld)",
+                            (long long)p->conv.output_padding[i], i, (long long)p->conv.strides[i]);
   }
   p->conv.group = fbx_onnx_attr_int(n, "group", 1);
   if (p->conv.group < 1) return fbx__onnx_fail(c, "group must be >= 1");
@@ -88,6 +96,15 @@ bool fbx__onnx_claim_conv(const fbx_onnx_cctx *c) {
   } else if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0]) {
     return fbx__onnx_fail(c, "channels %lld != W dim 0 %lld", (long long)x->dims[1], (long long)w->dims[0]);
   }
+  /* invalid models ORT rejects: channels that the group does not divide, a bias of the wrong length */
+  bool tr = c->e->aux == FBX_IR_OP_CONV_TRANSPOSE;
+  int64_t grouped = w->dims[0]; /* Conv: M; ConvTranspose: C */
+  if (grouped >= 0 && grouped % p.conv.group)
+    return fbx__onnx_fail(c, "%s %lld not divisible by group %lld", tr ? "input channels" : "output channels",
+                          (long long)grouped, (long long)p.conv.group);
+  int64_t M = tr ? (w->dims[1] >= 0 ? w->dims[1] * p.conv.group : -1) : w->dims[0];
+  if (b && b->dims[0] >= 0 && M >= 0 && b->dims[0] != M)
+    return fbx__onnx_fail(c, "B has %lld elements, expected %lld output channels", (long long)b->dims[0], (long long)M);
   return true;
 }
 
