@@ -9,8 +9,10 @@
  *   Conv / pool, else:    out = floor((in + pb + pe - ek) / s) + 1  (ceil for pools with
  *                         ceil_mode, dropping a last window that starts in the end pad)
  *   ConvTranspose:        full = s * (in - 1) + output_padding + ek
- *     output_shape given or SAME_*: out = output_shape (or in * s for SAME),
- *                         total = max(0, full - out)
+ *     output_shape given: out = output_shape, total = max(0, full - out)
+ *     SAME_*:             total = max(0, full - in * s), out = full - total (in * s as
+ *                         the spec says, except where the kernel is shorter than the
+ *                         stride: then ORT gives full, unpadded, and so do we)
  *     else:               out = full - pb - pe
  *   The split of an odd total (ONNX spec; ORT >= 1.13 for ConvTranspose as well):
  *     SAME_UPPER: pb = total / 2 (the extra pad goes at the end);
@@ -46,9 +48,12 @@ fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, c
     fbx__i128 pb = cp->pads[i], pe = cp->pads[nd + i], out, total = -1;
     if (transpose) {
       fbx__i128 full = s * (in - 1) + cp->output_padding[i] + ek;
-      if (cp->output_shape[i] > 0 || same) {
-        out = cp->output_shape[i] > 0 ? cp->output_shape[i] : in * s;
+      if (cp->output_shape[i] > 0) {
+        out = cp->output_shape[i];
         total = full - out > 0 ? full - out : 0;
+      } else if (same) {
+        total = full - in * s > 0 ? full - in * s : 0;
+        out = full - total;
       } else {
         if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
         out = full - pb - pe;

@@ -51,6 +51,14 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
     return fbx__onnx_fail(c, "bad output_padding");
   if (!fbx__onnx_ints_n(n, "output_shape", nd, 0, p->conv.output_shape, NULL))
     return fbx__onnx_fail(c, "output_shape must list the %d spatial dims", nd);
+  p->conv.group = fbx_onnx_attr_int(n, "group", 1);
+  if (p->conv.group < 1) return fbx__onnx_fail(c, "group must be >= 1");
+  const char *ap = fbx_onnx_attr_string(n, "auto_pad", "NOTSET");
+  if (strcmp(ap, "NOTSET") == 0) p->conv.auto_pad = FBX_IR_PAD_NOTSET;
+  else if (strcmp(ap, "VALID") == 0) p->conv.auto_pad = FBX_IR_PAD_VALID;
+  else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
+  else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
+  else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
   bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE;
   for (int i = 0; i < nd; i++) {
     if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
@@ -61,18 +69,16 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
     if (pool && (p->conv.pads[i] >= p->conv.kernel[i] || p->conv.pads[nd + i] >= p->conv.kernel[i]))
       return fbx__onnx_fail(c, "pads (%lld, %lld) of dim %d must be smaller than the kernel (%lld)",
                             (long long)p->conv.pads[i], (long long)p->conv.pads[nd + i], i, (long long)p->conv.kernel[i]);
+    /* AveragePool/LpPool SAME_* with a kernel shorter than the stride can need a negative
+     * pad, which ORT rejects at run (MaxPool it accepts, as a pad of 0) */
+    bool same = p->conv.auto_pad == FBX_IR_PAD_SAME_UPPER || p->conv.auto_pad == FBX_IR_PAD_SAME_LOWER;
+    if (same && (op == FBX_IR_OP_AVGPOOL || op == FBX_IR_OP_LPPOOL) &&
+        (__int128)p->conv.dilations[i] * (p->conv.kernel[i] - 1) + 1 < p->conv.strides[i])
+      return fbx__onnx_fail(c, "auto_pad SAME with kernel extent < stride in dim %d (ORT rejects the negative pad)", i);
     if (op == FBX_IR_OP_CONV_TRANSPOSE && p->conv.output_padding[i] >= p->conv.strides[i])
       return fbx__onnx_fail(c, "output_padding %lld of dim %d must be smaller than the stride (%lld)",
                             (long long)p->conv.output_padding[i], i, (long long)p->conv.strides[i]);
   }
-  p->conv.group = fbx_onnx_attr_int(n, "group", 1);
-  if (p->conv.group < 1) return fbx__onnx_fail(c, "group must be >= 1");
-  const char *ap = fbx_onnx_attr_string(n, "auto_pad", "NOTSET");
-  if (strcmp(ap, "NOTSET") == 0) p->conv.auto_pad = FBX_IR_PAD_NOTSET;
-  else if (strcmp(ap, "VALID") == 0) p->conv.auto_pad = FBX_IR_PAD_VALID;
-  else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
-  else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
-  else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
   p->conv.ceil_mode = fbx_onnx_attr_int(n, "ceil_mode", 0) != 0;
   p->conv.count_include_pad = fbx_onnx_attr_int(n, "count_include_pad", 0) != 0;
   p->conv.p = fbx_onnx_attr_int(n, "p", 2);
