@@ -17,6 +17,15 @@ fbx_status *fbx__ir_shape_error(const fbx_ir_node *node, const char *fmt, ...) {
                      node->name ? node->name : "", node->onnx_op ? node->onnx_op : "", msg);
 }
 
+/* double -> int64 without the undefined behaviour of an out-of-range cast:
+ * saturates, NaN reads 0 (shape data this wrong then fails a later check). */
+static int64_t fbx__ir_f64_to_i64(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
 int64_t fbx__ir_read_i64(const fbx_tensor *t, int64_t i) {
   const void *p = t->data;
   switch (t->dtype) {
@@ -29,9 +38,9 @@ int64_t fbx__ir_read_i64(const fbx_tensor *t, int64_t i) {
     case FBX_DTYPE_U16: return ((const uint16_t *)p)[i];
     case FBX_DTYPE_U32: return ((const uint32_t *)p)[i];
     case FBX_DTYPE_U64: return (int64_t)((const uint64_t *)p)[i];
-    case FBX_DTYPE_F32: return (int64_t)((const float *)p)[i];
-    case FBX_DTYPE_F64: return (int64_t)((const double *)p)[i];
-    case FBX_DTYPE_F16: return (int64_t)fbx_f16_to_f32(((const uint16_t *)p)[i]);
+    case FBX_DTYPE_F32: return fbx__ir_f64_to_i64(((const float *)p)[i]);
+    case FBX_DTYPE_F64: return fbx__ir_f64_to_i64(((const double *)p)[i]);
+    case FBX_DTYPE_F16: return fbx__ir_f64_to_i64(fbx_f16_to_f32(((const uint16_t *)p)[i]));
     default: return 0;
   }
 }
