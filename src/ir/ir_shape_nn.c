@@ -16,15 +16,17 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
     FBX__IR_NEED_IN(node, n_in, 2);
     w = &in[1];
     if (w->rank != x->rank) return FBX__IR_FAIL(node, "weight rank %d != input rank %d", w->rank, x->rank);
+    int64_t wc;
+    if (!fbx_i64_mul(w->dims[1], group, &wc)) return FBX__IR_FAIL(node, "weight dim 1 x group overflows int64");
     if (node->op == FBX_IR_OP_CONV) {
-      if (x->dims[1] != w->dims[1] * group)
+      if (x->dims[1] != wc)
         return FBX__IR_FAIL(node, "input channels %lld != %lld x group %lld", (long long)x->dims[1],
                             (long long)w->dims[1], (long long)group);
       ch = w->dims[0];
     } else {
       if (x->dims[1] != w->dims[0]) return FBX__IR_FAIL(node, "input channels %lld != weight dim0 %lld",
                                                         (long long)x->dims[1], (long long)w->dims[0]);
-      ch = w->dims[1] * group;
+      ch = wc;
     }
     if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != ch)
       return FBX__IR_FAIL(node, "bias has %lld elements, expected %lld", (long long)fbx__ir_numel(&in[2]), (long long)ch);

@@ -96,7 +96,9 @@ bool fbx__onnx_claim_conv(const fbx_onnx_cctx *c) {
   fbx_ir_params p;
   if (!fbx__onnx_conv_params(c, w, &p)) return false;
   if (c->e->aux == FBX_IR_OP_CONV) {
-    if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * p.conv.group)
+    int64_t wc;
+    if (w->dims[1] >= 0 && !fbx_i64_mul(w->dims[1], p.conv.group, &wc)) return fbx__onnx_fail(c, "W dim 1 x group overflows");
+    if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != wc)
       return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
                             (long long)w->dims[1], (long long)p.conv.group);
   } else if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0]) {
@@ -108,7 +110,8 @@ bool fbx__onnx_claim_conv(const fbx_onnx_cctx *c) {
   if (grouped >= 0 && grouped % p.conv.group)
     return fbx__onnx_fail(c, "%s %lld not divisible by group %lld", tr ? "input channels" : "output channels",
                           (long long)grouped, (long long)p.conv.group);
-  int64_t M = tr ? (w->dims[1] >= 0 ? w->dims[1] * p.conv.group : -1) : w->dims[0];
+  int64_t M = w->dims[0];
+  if (tr && (w->dims[1] < 0 || !fbx_i64_mul(w->dims[1], p.conv.group, &M))) M = -1;
   if (b && b->dims[0] >= 0 && M >= 0 && b->dims[0] != M)
     return fbx__onnx_fail(c, "B has %lld elements, expected %lld output channels", (long long)b->dims[0], (long long)M);
   return true;
@@ -203,7 +206,9 @@ bool fbx__onnx_claim_convint(const fbx_onnx_cctx *c) {
   }
   fbx_ir_params p;
   if (!fbx__onnx_conv_params(c, w, &p)) return false;
-  if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * p.conv.group)
+  int64_t wc;
+  if (x->dims[1] >= 0 && w->dims[1] >= 0 &&
+      (!fbx_i64_mul(w->dims[1], p.conv.group, &wc) || x->dims[1] != wc))
     return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
                           (long long)w->dims[1], (long long)p.conv.group);
   if (w->dims[1] < 0)
