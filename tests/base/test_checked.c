@@ -5,11 +5,13 @@
  *   - the status messages name the shape, its owner and the reason;
  *   - fbx_shape_bytes_checked rejects more than FBX_TENSOR_MAX_BYTES;
  *   - fbx_malloc / fbx_calloc / fbx_malloc_aligned / fbx_malloc_huge of many TB return NULL
- *     instead of reaching malloc (which ASan aborts on). */
+ *     instead of reaching malloc (which ASan aborts on), and the CPU backend's buffer_alloc of
+ *     8 TiB (or SIZE_MAX, where the header arithmetic would wrap) fails with a message. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "base/alloc.h"
 #include "base/checked.h"
 
@@ -122,6 +124,27 @@ static void check_alloc_cap(void) {
   p = fbx_malloc(64);
   CHECK(p != NULL, "a small allocation still works");
   fbx_free(p);
+
+  fbx_cpu_options o = {.threads = 1};
+  fbx_backend *be = NULL;
+  fbx_status *st = fbx_cpu_backend_create(&o, &be);
+  CHECK(!st, "cpu backend: %s", fbx_status_message(st));
+  fbx_status_free(st);
+  if (!be) return;
+  const size_t sizes[2] = {tb8, SIZE_MAX};
+  for (int i = 0; i < 2; i++) {
+    void *b = NULL;
+    st = be->vt->buffer_alloc(be, sizes[i], &b);
+    CHECK(st && !b && strstr(fbx_status_message(st), "tensor limit"), "buffer_alloc(%zu): %s", sizes[i],
+          st ? fbx_status_message(st) : "succeeded");
+    fbx_status_free(st);
+  }
+  void *b = NULL;
+  st = be->vt->buffer_alloc(be, 4096, &b);
+  CHECK(!st && b, "buffer_alloc(4096) still works");
+  fbx_status_free(st);
+  if (b) be->vt->buffer_free(be, b);
+  fbx_backend_destroy(be);
 }
 
 int main(void) {
