@@ -85,7 +85,7 @@ static void hm_vi(pbw *g, int field, const hm_value *v) {
       pbw dim = {0};
       if (v->dims[i] >= 0) pbw_int(&dim, 1, v->dims[i]);
       else {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "d%d", i);
         pbw_str(&dim, 2, nm);
       }
