@@ -527,7 +527,7 @@ static void naive_convtr(const float *x, int C, int IH, int IW, const float *w, 
 
 // auto_pad (or NOTSET with output_shape [IH*s + oshape-1, IW*s + oshape-1] when oshape > 0);
 // strides s, kernel k, dilation d
-static void convtr_same_case(fbx_host *h, const char *ap, int s, int k, int d, int oshape) {
+static void convtr_same_case(fbx_host *h, const char *ap, int s, int k, int d, int oshape, int adj) {
   const int C = 2, M = 3, IH = 3, IW = 4;
   hm_model m = {.opset = 13};
   int64_t xd[4] = {1, C, IH, IW}, wd[4] = {C, M, k, k}, yd[4] = {-1, -1, -1, -1};
@@ -539,7 +539,11 @@ static void convtr_same_case(fbx_host *h, const char *ap, int s, int k, int d, i
   hm_node *n = hm_add(&m, "ConvTranspose", "x", "w", NULL, "y");
   hm_aints(n, "strides", sv, 2);
   hm_aints(n, "dilations", dv, 2);
-  int ek = d * (k - 1) + 1, fh = s * (IH - 1) + ek, fw = s * (IW - 1) + ek;
+  if (adj) {
+    int64_t av[2] = {adj, adj};
+    hm_aints(n, "output_padding", av, 2);
+  }
+  int ek = d * (k - 1) + 1, fh = s * (IH - 1) + adj + ek, fw = s * (IW - 1) + adj + ek;
   // SAME: in * s, except that ORT never pads negatively: a kernel shorter than the stride gives the full extent
   int OH = fh < IH * s ? fh : IH * s, OW = fw < IW * s ? fw : IW * s;
   if (oshape > 0) {
@@ -554,7 +558,8 @@ static void convtr_same_case(fbx_host *h, const char *ap, int s, int k, int d, i
   fbx_host_tensor x = hm_feed("x", FBX_HOST_F32, 4, xd, NULL), *fo;
   size_t fn;
   char name[128];
-  snprintf(name, sizeof name, "geometry: ConvTranspose %s s%d k%d d%d", oshape > 0 ? "output_shape" : ap, s, k, d);
+  snprintf(name, sizeof name, "geometry: ConvTranspose %s s%d k%d d%d adj%d", oshape > 0 ? "output_shape" : ap, s, k, d,
+           adj);
   hm_case(h, name, &m, &x, 1, HM_CLAIM, &fo, &fn);
   // pads from the spec: SAME_UPPER puts the odd one at the end, SAME_LOWER / output_shape at the start
   int th = fh - OH, tw = fw - OW;
@@ -606,10 +611,12 @@ static void check_geometry(fbx_host *h) {
   const char *aps[2] = {"SAME_UPPER", "SAME_LOWER"};
   for (int a = 0; a < 2; a++)
     for (int s = 1; s <= 3; s++)
-      for (int k = 2; k <= 4; k++) convtr_same_case(h, aps[a], s, k, 1, 0);
-  convtr_same_case(h, "SAME_UPPER", 2, 3, 2, 0);
-  convtr_same_case(h, "SAME_LOWER", 3, 2, 2, 0);
-  for (int s = 1; s <= 3; s++) convtr_same_case(h, "NOTSET", s, 4, 1, 1 + (s == 2)); /* odd totals 3, 1, 1 */
+      for (int k = 2; k <= 4; k++) convtr_same_case(h, aps[a], s, k, 1, 0, 0);
+  convtr_same_case(h, "SAME_UPPER", 2, 3, 2, 0, 0);
+  convtr_same_case(h, "SAME_UPPER", 2, 3, 1, 0, 1);
+  convtr_same_case(h, "SAME_LOWER", 3, 4, 1, 0, 2);
+  convtr_same_case(h, "SAME_LOWER", 3, 2, 2, 0, 0);
+  for (int s = 1; s <= 3; s++) convtr_same_case(h, "NOTSET", s, 4, 1, 1 + (s == 2), 0); /* odd totals 3, 1, 1 */
   for (int a = 0; a < 2; a++)
     for (int s = 1; s <= 3; s++) {
       same_case(h, "Conv", aps[a], s, 2 + s % 2, HM_CLAIM);
