@@ -467,6 +467,26 @@ static void resize_sizes_case(fbx_host *h, const int64_t *sizes, int n, int at_r
   for (size_t i = 0; i < nf; i++) fbx_host_tensor_free(&feeds[i]);
 }
 
+// Resize x [1,1,4,4] with float scales (n entries), constant or (at_run) a graph input of unknown length
+static void resize_scales_case(fbx_host *h, const float *scales, int n, int at_run, int expect) {
+  hm_model m = {.opset = 13};
+  int64_t xd[4] = {1, 1, 4, 4}, zd[1] = {n}, zdyn = -1, yd[4] = {-1, -1, -1, -1};
+  m.inputs[m.n_inputs++] = hm_v("x", FBX_HOST_F32, 4, xd);
+  if (at_run) m.inputs[m.n_inputs++] = hm_v("sc", FBX_HOST_F32, 1, &zdyn);
+  else hm_init(&m, "sc", FBX_HOST_F32, 1, zd, scales);
+  hm_node *nd = hm_add(&m, "Resize", "x", "", "sc", "y");
+  hm_as(nd, "mode", "nearest");
+  m.outputs[m.n_outputs++] = hm_v("y", FBX_HOST_F32, 4, yd);
+  fbx_host_tensor feeds[2] = {hm_feed("x", FBX_HOST_F32, 4, xd, NULL)};
+  size_t nf = 1;
+  if (at_run) feeds[nf++] = hm_feed("sc", FBX_HOST_F32, 1, zd, scales);
+  char name[128], list[96] = "";
+  for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%g", i ? "," : "", scales[i]);
+  snprintf(name, sizeof name, "invalid: Resize scales [%s]%s", list, at_run ? " at run" : "");
+  hm_case(h, name, &m, feeds, nf, expect, NULL, NULL);
+  for (size_t i = 0; i < nf; i++) fbx_host_tensor_free(&feeds[i]);
+}
+
 // BatchNormalization: x [1,2,3,3] with dynamic channels in the model, parameters of length len
 static void batchnorm_case(fbx_host *h, int64_t len) {
   hm_model m = {.opset = 15};
@@ -507,6 +527,13 @@ static void check_invalid(fbx_host *h) {
   resize_sizes_case(h, s3, 3, 0, HM_ORT_FAILS);
   resize_sizes_case(h, s3, 3, 1, HM_ORT_FAILS);
   resize_sizes_case(h, sok, 4, 0, HM_CLAIM);  // valid: must match ORT
+  const float fneg[4] = {1, 1, -2, 2}, f3[3] = {1, 1, 2}, fnan[4] = {1, 1, NAN, 2}, fok[4] = {1, 1, 2, 1.5f};
+  for (int r = 0; r < 2; r++) {
+    resize_scales_case(h, fneg, 4, r, HM_ANY);
+    resize_scales_case(h, f3, 3, r, HM_ANY);
+    resize_scales_case(h, fnan, 4, r, HM_ANY);
+    resize_scales_case(h, fok, 4, r, HM_CLAIM);  // valid: must match ORT
+  }
   batchnorm_case(h, 1);
   batchnorm_case(h, 2);
 }
