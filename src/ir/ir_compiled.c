@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
+#include "../base/checked.h"
 #include "../trace/trace.h"
 #include "ir_plan.h"
 
@@ -208,13 +209,18 @@ static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_t
                          fbx_dtype_name(v->dtype));
     if (t->rank != v->rank)
       return FBX_ERR_ARG("%s: input %d '%s' has rank %d, expected %d", c->name, i, nm, t->rank, v->rank);
-    int64_t n = 1;
     for (int d = 0; d < t->rank; d++) {
       if (t->dims[d] < 0) return FBX_ERR_ARG("%s: input %d '%s' has negative dim %d", c->name, i, nm, d);
       if (v->dims[d] >= 0 && t->dims[d] != v->dims[d])
         return FBX_ERR_ARG("%s: input %d '%s' dim %d is %lld, expected %lld", c->name, i, nm, d,
                            (long long)t->dims[d], (long long)v->dims[d]);
-      n *= t->dims[d];
+    }
+    /* a valid shape (base/checked.h): ORT accepts [0, 2^62, 4], whose inner products would wrap */
+    int64_t n;
+    if (!fbx_dims_numel(t->dims, t->rank, &n)) {
+      char what[192];
+      snprintf(what, sizeof what, "%s input %d '%s'", c->name, i, nm);
+      FBX_TRY(fbx_shape_numel_checked(t->dims, t->rank, what, &n));
     }
     if (n > 0 && !t->data) return FBX_ERR_ARG("%s: input %d '%s' has no data", c->name, i, nm);
   }

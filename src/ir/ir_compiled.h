@@ -94,11 +94,4 @@ fbx_ir_path fbx_ir_path_classify(const fbx_ir_graph *g, bool compile, const fbx_
 fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                               fbx_tensor *outputs, int n_outputs);
 
-/* Conv/ConvTranspose/pool geometry for a concrete input x (N, C, spatial...)
- * and weight w (NULL for pools): kernel[i] (params.conv.kernel, else from w),
- * effective pads (begin[0..nd), end[0..nd); auto_pad resolved as ONNX Runtime
- * does) and output spatial dims. Shared by shape inference and kernels. */
-fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
-                                 int64_t kernel[3], int64_t pads[6], int64_t out_spatial[3]);
-
 #endif

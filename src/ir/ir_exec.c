@@ -9,11 +9,8 @@
 #include "../trace/trace.h"
 #include "ir_plan.h"
 
-static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-  return (size_t)n * fbx_dtype_size(t->dtype);
-}
+/* Checked (base/checked.h): inputs are validated at run entry, outputs by shape inference. */
+static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbytes(t); }
 
 /* Grow a backend buffer geometrically (x1.5, 64-byte rounded); contents are dead. */
 static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, size_t need) {

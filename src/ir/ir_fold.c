@@ -20,9 +20,7 @@ static void fbx__ir_value_tensor(const fbx_ir_value *v, fbx_tensor *t) {
 
 static fbx_status *fbx__ir_make_const(fbx_ir_graph *g, int vid, const fbx_tensor *t, const void *data) {
   fbx_ir_value *v = &g->values[vid];
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-  size_t bytes = (size_t)n * fbx_dtype_size(t->dtype);
+  size_t bytes = fbx_tensor_nbytes(t); /* a valid shape: shape inference checked it */
   void *d = fbx_ir_graph_alloc(g, bytes ? bytes : 1);
   if (!d) return FBX_ERR_OOM();
   if (bytes) memcpy(d, data, bytes);
@@ -57,9 +55,7 @@ static bool fbx__ir_fold_node(fbx_ir_graph *g, fbx_backend *be, int nid) {
   }
   bool ok = true;
   for (int o = 0; o < n->n_outputs && ok; o++) {
-    int64_t cnt = 1;
-    for (int i = 0; i < out[o].rank; i++) cnt *= out[o].dims[i];
-    size_t bytes = (size_t)cnt * fbx_dtype_size(out[o].dtype);
+    size_t bytes = fbx_tensor_nbytes(&out[o]); /* checked by fbx_ir_infer_node */
     if (bytes > FBX__IR_FOLD_MAX_BYTES) ok = false;
     else if (!(bufs[o] = fbx_malloc_aligned(bytes ? bytes : 64))) ok = false;
     out[o].data = bufs[o];

@@ -8,6 +8,7 @@
 
 #include "../base/alloc.h"
 #include "../base/arena.h"
+#include "../base/checked.h"
 
 fbx_status *fbx_ir_graph_create(fbx_ir_graph **out) {
   if (!out) return FBX_ERR_ARG("fbx_ir_graph_create: out is NULL");
@@ -89,12 +90,10 @@ fbx_status *fbx_ir_graph_add_const(fbx_ir_graph *g, const char *name, fbx_dtype 
   if (!g || !id || rank < 0 || (rank > 0 && !dims)) return FBX_ERR_ARG("fbx_ir_graph_add_const: bad arguments");
   size_t es = fbx_dtype_size(dt);
   if (!es) return FBX_ERR_NOTIMPL("constant '%s': unsupported dtype %d", name ? name : "", (int)dt);
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (dims[i] < 0) return FBX_ERR_ARG("constant '%s': negative dim", name ? name : "");
-    n *= dims[i];
-  }
-  size_t nbytes = (size_t)n * es;
+  char what[160];
+  snprintf(what, sizeof what, "constant '%s'", name ? name : "");
+  size_t nbytes;
+  FBX_TRY(fbx_shape_bytes_checked(dims, rank, es, what, &nbytes));
   if (nbytes && !data) return FBX_ERR_ARG("constant '%s': no data", name ? name : "");
   FBX_TRY(fbx__ir_value_new(g, FBX_IR_VALUE_CONST, name, dt, rank, id));
   fbx_ir_value *v = &g->values[*id];
@@ -180,12 +179,8 @@ fbx_status *fbx_ir_graph_mark_output(fbx_ir_graph *g, int value_id) {
 }
 
 int64_t fbx_ir_value_numel(const fbx_ir_value *v) {
-  if (!v || v->rank < 0) return -1;
-  int64_t n = 1;
-  for (int i = 0; i < v->rank; i++) {
-    if (v->dims[i] < 0) return -1;
-    n *= v->dims[i];
-  }
+  int64_t n;
+  if (!v || v->rank < 0 || !fbx_dims_numel(v->dims, v->rank, &n)) return -1; /* dynamic, or not a valid shape */
   return n;
 }
 

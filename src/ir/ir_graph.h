@@ -204,4 +204,13 @@ fbx_dtype fbx_ir_ew_out_dtype(fbx_ir_op op, const fbx_ir_params *p, const fbx_dt
  * selected elements; *start_out (may be NULL) gets the clamped first index. */
 int64_t fbx_ir_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *start_out);
 
+struct fbx_tensor;
+/* Conv/ConvTranspose/pool geometry (ir_geometry.c, the one place it is worked
+ * out) for a concrete input x (N, C, spatial...) and weight w (NULL for pools):
+ * kernel[i] (params.conv.kernel, else from w), effective pads (begin[0..nd),
+ * end[0..nd); auto_pad resolved as the ONNX spec and ORT >= 1.13 do) and
+ * output spatial dims. Shape inference and the CPU conv/pool kernels call it. */
+fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const struct fbx_tensor *x, const struct fbx_tensor *w,
+                                 int64_t kernel[3], int64_t pads[6], int64_t out_spatial[3]);
+
 #endif

@@ -17,6 +17,15 @@ fbx_status *fbx__ir_shape_error(const fbx_ir_node *node, const char *fmt, ...) {
                      node->name ? node->name : "", node->onnx_op ? node->onnx_op : "", msg);
 }
 
+/* double -> int64 without the undefined behaviour of an out-of-range cast:
+ * saturates, NaN reads 0 (shape data this wrong then fails a later check). */
+static int64_t fbx__ir_f64_to_i64(double v) {
+  if (!(v == v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
 int64_t fbx__ir_read_i64(const fbx_tensor *t, int64_t i) {
   const void *p = t->data;
   switch (t->dtype) {
@@ -29,9 +38,9 @@ int64_t fbx__ir_read_i64(const fbx_tensor *t, int64_t i) {
     case FBX_DTYPE_U16: return ((const uint16_t *)p)[i];
     case FBX_DTYPE_U32: return ((const uint32_t *)p)[i];
     case FBX_DTYPE_U64: return (int64_t)((const uint64_t *)p)[i];
-    case FBX_DTYPE_F32: return (int64_t)((const float *)p)[i];
-    case FBX_DTYPE_F64: return (int64_t)((const double *)p)[i];
-    case FBX_DTYPE_F16: return (int64_t)fbx_f16_to_f32(((const uint16_t *)p)[i]);
+    case FBX_DTYPE_F32: return fbx__ir_f64_to_i64(((const float *)p)[i]);
+    case FBX_DTYPE_F64: return fbx__ir_f64_to_i64(((const double *)p)[i]);
+    case FBX_DTYPE_F16: return fbx__ir_f64_to_i64(fbx_f16_to_f32(((const uint16_t *)p)[i]));
     default: return 0;
   }
 }
@@ -52,6 +61,22 @@ fbx_status *fbx__ir_need_data(const fbx_ir_node *node, const fbx_tensor *in, int
     return FBX__IR_FAIL(node, "input %d must be host-readable (shape data)", i);
   if (!fbx_dtype_size(in[i].dtype)) return FBX__IR_FAIL(node, "input %d has unknown dtype", i);
   return NULL;
+}
+
+/* Every value shape inference produces is a valid shape (base/checked.h):
+ * its element count and byte size fit, so kernels and buffer sizing can
+ * multiply dims without overflow. The message is built only on failure. */
+static fbx_status *fbx__ir_check_size(const fbx_ir_node *node, int o, const fbx_tensor *t) {
+  size_t es = fbx_dtype_size(t->dtype), bytes;
+  int64_t n;
+  if (fbx_dims_numel(t->dims, t->rank, &n) && fbx_size_mul((size_t)n, es ? es : 1, &bytes) &&
+      (uint64_t)bytes <= FBX_TENSOR_MAX_BYTES)
+    return NULL;
+  char what[192];
+  snprintf(what, sizeof what, "%s '%s' output %d", node->onnx_op && node->onnx_op[0] ? node->onnx_op : fbx_ir_op_name(node->op),
+           node->name ? node->name : "", o);
+  fbx_status *st = fbx_shape_bytes_checked(t->dims, t->rank, es ? es : 1, what, &bytes);
+  return st ? st : FBX__IR_FAIL(node, "output %d: invalid shape", o);
 }
 
 /* ---- elementwise ---- */
@@ -190,6 +215,13 @@ static fbx_status *fbx__ir_infer_norm(const fbx_ir_node *node, const fbx_tensor 
   int axis = node->params.norm.axis;
   if (node->op == FBX_IR_OP_LAYER_NORM && (axis < 0 || axis > in[0].rank))
     return FBX__IR_FAIL(node, "axis %d outside rank %d", axis, in[0].rank);
+  if (node->op == FBX_IR_OP_INSTANCE_NORM) { /* scale, B: [C] */
+    if (in[0].rank < 3) return FBX__IR_FAIL(node, "input rank %d < 3", in[0].rank);
+    for (int i = 1; i <= 2; i++)
+      if (!fbx__ir_present(in, n_in, i) || in[i].rank != 1 || in[i].dims[0] != in[0].dims[1])
+        return FBX__IR_FAIL(node, "%s must be [%lld] (the channel count)", i == 1 ? "scale" : "B",
+                            (long long)in[0].dims[1]);
+  }
   for (int o = 1; o < n_out; o++) { /* LayerNorm Mean / InvStdDev: dims >= axis become 1 */
     out[o] = out[0];
     out[o].dtype = FBX_DTYPE_F32;
@@ -265,9 +297,11 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
       break;
   }
   if (st) return st;
-  for (int o = 0; o < n_outputs; o++)
+  for (int o = 0; o < n_outputs; o++) {
     for (int i = 0; i < outputs[o].rank; i++)
       if (outputs[o].dims[i] < 0)
         return FBX__IR_FAIL(node, "output %d dim %d is negative (%lld)", o, i, (long long)outputs[o].dims[i]);
+    FBX_TRY(fbx__ir_check_size(node, o, &outputs[o]));
+  }
   return NULL;
 }

@@ -16,8 +16,8 @@ static fbx_status *fbx__ir_reshape(const fbx_ir_node *node, const fbx_tensor *in
   FBX_TRY(fbx__ir_need_data(node, in, n_in, 1));
   const fbx_tensor *x = &in[0], *s = &in[1];
   if (s->rank != 1) return FBX__IR_FAIL(node, "shape input must be 1-D");
+  if (s->dims[0] > FBX_MAX_RANK) return FBX__IR_FAIL(node, "target rank %lld too large", (long long)s->dims[0]);
   int r = (int)s->dims[0];
-  if (r > FBX_MAX_RANK) return FBX__IR_FAIL(node, "target rank %d too large", r);
   int64_t numel = fbx__ir_numel(x), known = 1;
   int neg = -1;
   for (int i = 0; i < r; i++) {
@@ -32,8 +32,8 @@ static fbx_status *fbx__ir_reshape(const fbx_ir_node *node, const fbx_tensor *in
       d = 1;
     } else if (d < 0) {
       return FBX__IR_FAIL(node, "bad target dim %lld", (long long)d);
-    } else {
-      known *= d;
+    } else if (!fbx_i64_mul(known, d, &known)) {
+      return FBX__IR_FAIL(node, "target shape: element count overflows int64 at dim %d (%lld)", i, (long long)d);
     }
     out->dims[i] = d;
   }
@@ -103,8 +103,10 @@ static fbx_status *fbx__ir_concat(const fbx_ir_node *node, const fbx_tensor *in,
     }
     if (in[i].rank != out->rank) return FBX__IR_FAIL(node, "input %d rank %d != %d", i, in[i].rank, out->rank);
     for (int d = 0; d < out->rank; d++) {
-      if (d == axis) out->dims[d] += in[i].dims[d];
-      else if (in[i].dims[d] != out->dims[d])
+      if (d == axis) {
+        if (!fbx_i64_add(out->dims[d], in[i].dims[d], &out->dims[d]))
+          return FBX__IR_FAIL(node, "concatenated dim %d overflows int64", d);
+      } else if (in[i].dims[d] != out->dims[d])
         return FBX__IR_FAIL(node, "input %d dim %d is %lld, expected %lld", i, d, (long long)in[i].dims[d],
                             (long long)out->dims[d]);
     }
@@ -131,28 +133,37 @@ static fbx_status *fbx__ir_split(const fbx_ir_node *node, const fbx_tensor *in, 
     out[o] = *x;
     out[o].data = NULL;
     out[o].dims[axis] = s;
-    total += s;
+    if (!fbx_i64_add(total, s, &total)) return FBX__IR_FAIL(node, "split sizes overflow int64");
   }
   if (total != dim) return FBX__IR_FAIL(node, "split sizes sum to %lld, dim is %lld", (long long)total, (long long)dim);
   return NULL;
 }
 
-/* ONNX Slice clamping for one axis; returns the element count. */
+/* ONNX Slice for one axis of size dim >= 0 (opset 13 text): negative starts
+ * and ends count from the end (x + dim: cannot overflow, x < 0 <= dim); then
+ * step > 0 clamps start and end to [0, dim], step < 0 clamps start to
+ * [0, dim-1] and end to [-1, dim-1]; the count is ceil(|end - start| / |step|)
+ * when the range runs the step's way, else 0. The span and |step| are taken
+ * as uint64 so that step = INT64_MIN or -(2^63-1) and starts/ends of
+ * INT64_MIN/INT64_MAX work exactly (e.g. dim 5, start -1, end INT64_MIN,
+ * step INT64_MIN: one element, index 4). step != 0 (the caller checks).
+ * Returns the element count; *start_out (may be NULL): the first index, in
+ * [0, dim-1] whenever the count is > 0. */
 int64_t fbx_ir_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *start_out) {
-  if (start < 0) start = start <= INT64_MIN / 2 ? -1 - dim : start + dim;
-  if (end < 0) end = end <= INT64_MIN / 2 ? -1 - dim : end + dim;
-  int64_t n;
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  uint64_t span, ustep = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
   if (step > 0) {
     start = start < 0 ? 0 : start > dim ? dim : start;
     end = end < 0 ? 0 : end > dim ? dim : end;
-    n = end > start ? (end - start + step - 1) / step : 0;
+    span = end > start ? (uint64_t)end - (uint64_t)start : 0;
   } else {
-    start = start > dim - 1 ? dim - 1 : start < 0 && dim > 0 ? 0 : start < 0 ? -1 : start; /* ONNX: [0, dim-1] */
+    start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start; /* dim 0: start -1, count 0 */
     end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-    n = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    span = start > end ? (uint64_t)start - (uint64_t)end : 0;
   }
   if (start_out) *start_out = start;
-  return n;
+  return span ? (int64_t)((span - 1) / ustep + 1) : 0;
 }
 
 static fbx_status *fbx__ir_slice(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
@@ -271,8 +282,12 @@ static fbx_status *fbx__ir_range(const fbx_ir_node *node, const fbx_tensor *in, 
   } else {
     int64_t s = fbx__ir_read_i64(&in[0], 0), l = fbx__ir_read_i64(&in[1], 0), d = fbx__ir_read_i64(&in[2], 0);
     if (d == 0) return FBX__IR_FAIL(node, "delta 0");
-    if (d > 0) n = l > s ? (l - s + d - 1) / d : 0;
-    else n = s > l ? (s - l + (-d) - 1) / (-d) : 0;
+    /* 128-bit: l - s and -d overflow int64 for extreme operands */
+    __int128 span = (__int128)l - s, step = d, c;
+    if (d > 0) c = span > 0 ? (span + step - 1) / step : 0;
+    else c = span < 0 ? (-span + (-step) - 1) / (-step) : 0;
+    if (c > INT64_MAX) return FBX__IR_FAIL(node, "range too long");
+    n = (int64_t)c;
   }
   out->rank = 1;
   out->dims[0] = n;
@@ -290,7 +305,8 @@ static fbx_status *fbx__ir_tile(const fbx_ir_node *node, const fbx_tensor *in, i
   for (int i = 0; i < x->rank; i++) {
     int64_t rep = fbx__ir_read_i64(&in[1], i);
     if (rep < 0) return FBX__IR_FAIL(node, "negative repeat");
-    out->dims[i] = x->dims[i] * rep;
+    if (!fbx_i64_mul(x->dims[i], rep, &out->dims[i]))
+      return FBX__IR_FAIL(node, "dim %d x %lld repeats overflows int64", i, (long long)rep);
   }
   return NULL;
 }
@@ -318,7 +334,10 @@ static fbx_status *fbx__ir_pad(const fbx_ir_node *node, const fbx_tensor *in, in
   *out = *x;
   out->data = NULL;
   for (int i = 0; i < na; i++) {
-    int64_t d = x->dims[axes[i]] + fbx__ir_read_i64(&in[1], i) + fbx__ir_read_i64(&in[1], na + i);
+    int64_t d;
+    if (!fbx_i64_add(x->dims[axes[i]], fbx__ir_read_i64(&in[1], i), &d) ||
+        !fbx_i64_add(d, fbx__ir_read_i64(&in[1], na + i), &d))
+      return FBX__IR_FAIL(node, "padded dim %d overflows int64", axes[i]);
     if (d < 0) return FBX__IR_FAIL(node, "padded dim %d is negative", axes[i]);
     out->dims[axes[i]] = d;
   }
@@ -330,7 +349,9 @@ static fbx_status *fbx__ir_one_hot(const fbx_ir_node *node, const fbx_tensor *in
   FBX_TRY(fbx__ir_need_data(node, in, n_in, 1));
   const fbx_tensor *x = &in[0];
   if (fbx__ir_numel(&in[1]) != 1) return FBX__IR_FAIL(node, "depth must be a scalar");
-  int64_t depth = (int64_t)fbx__ir_read_f64(&in[1], 0);
+  double dv = fbx__ir_read_f64(&in[1], 0);
+  if (!(dv > -1.0 && dv < 9.2e18)) return FBX__IR_FAIL(node, "depth %g is negative or too large", dv);
+  int64_t depth = (int64_t)dv;
   int axis = node->params.axis.axis, r = x->rank + 1;
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r || r > FBX_MAX_RANK) return FBX__IR_FAIL(node, "bad axis");
@@ -343,17 +364,19 @@ static fbx_status *fbx__ir_one_hot(const fbx_ir_node *node, const fbx_tensor *in
 
 static fbx_status *fbx__ir_d2s(const fbx_ir_node *node, const fbx_tensor *x, fbx_tensor *out) {
   int64_t b = node->params.d2s.blocksize;
+  int64_t bb;
   if (x->rank != 4 || b < 1) return FBX__IR_FAIL(node, "needs a 4-D input and blocksize >= 1");
+  if (!fbx_i64_mul(b, b, &bb)) return FBX__IR_FAIL(node, "blocksize %lld too large", (long long)b);
   *out = *x;
   out->data = NULL;
   if (node->op == FBX_IR_OP_DEPTH_TO_SPACE) {
-    if (x->dims[1] % (b * b)) return FBX__IR_FAIL(node, "channels not divisible by blocksize^2");
-    out->dims[1] = x->dims[1] / (b * b);
-    out->dims[2] = x->dims[2] * b;
-    out->dims[3] = x->dims[3] * b;
+    if (x->dims[1] % bb) return FBX__IR_FAIL(node, "channels not divisible by blocksize^2");
+    out->dims[1] = x->dims[1] / bb;
+    if (!fbx_i64_mul(x->dims[2], b, &out->dims[2]) || !fbx_i64_mul(x->dims[3], b, &out->dims[3]))
+      return FBX__IR_FAIL(node, "output dims overflow int64");
   } else {
     if (x->dims[2] % b || x->dims[3] % b) return FBX__IR_FAIL(node, "spatial dims not divisible by blocksize");
-    out->dims[1] = x->dims[1] * b * b;
+    if (!fbx_i64_mul(x->dims[1], bb, &out->dims[1])) return FBX__IR_FAIL(node, "output channels overflow int64");
     out->dims[2] = x->dims[2] / b;
     out->dims[3] = x->dims[3] / b;
   }

@@ -1,69 +1,10 @@
-/* Shape inference, part 3: convolution, pooling, resize, top-k, and the
- * conv/pool geometry helper the kernels share (auto_pad resolved from the
- * concrete input shape). */
+/* Shape inference, part 3: convolution, pooling, resize, top-k. The
+ * conv/pool geometry (output size and pads) is ir_geometry.c, shared with
+ * the kernels. */
 #include <math.h>
 #include <string.h>
 
 #include "ir_shape_util.h"
-
-static int64_t fbx__ir_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-static int64_t fbx__ir_floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
-                                 int64_t kernel[3], int64_t pads[6], int64_t out_spatial[3]) {
-  const typeof(node->params.conv) *cp = &node->params.conv;
-  int nd = x->rank - 2;
-  if (nd < 1 || nd > 3) return FBX__IR_FAIL(node, "input rank %d: need 1..3 spatial dims", x->rank);
-  if (cp->nd && cp->nd != nd) return FBX__IR_FAIL(node, "params say %d spatial dims, input has %d", cp->nd, nd);
-  bool transpose = node->op == FBX_IR_OP_CONV_TRANSPOSE;
-  bool pool = !(node->op == FBX_IR_OP_CONV || transpose);
-  for (int i = 0; i < nd; i++) {
-    int64_t k = cp->kernel[i];
-    if (k <= 0 && w) k = w->rank == x->rank ? w->dims[2 + i] : 0;
-    if (k <= 0) return FBX__IR_FAIL(node, "kernel size of dim %d unknown", i);
-    kernel[i] = k;
-    int64_t in = x->dims[2 + i];
-    int64_t s = cp->strides[i] > 0 ? cp->strides[i] : 1, d = cp->dilations[i] > 0 ? cp->dilations[i] : 1;
-    int64_t ek = d * (k - 1) + 1; /* effective kernel extent */
-    int64_t pb = cp->pads[i], pe = cp->pads[nd + i], out;
-    if (transpose) {
-      int64_t adj = cp->output_padding[i];
-      int64_t full = (in - 1) * s + adj + ek;
-      bool same = cp->auto_pad == FBX_IR_PAD_SAME_UPPER || cp->auto_pad == FBX_IR_PAD_SAME_LOWER;
-      if (cp->output_shape[i] > 0 || same) {
-        out = cp->output_shape[i] > 0 ? cp->output_shape[i] : in * s;
-        int64_t total = full - out > 0 ? full - out : 0;
-        if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER) { pb = total - total / 2; pe = total / 2; }
-        else { pb = total / 2; pe = total - total / 2; }
-      } else {
-        if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
-        out = full - pb - pe;
-      }
-    } else if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER || cp->auto_pad == FBX_IR_PAD_SAME_LOWER) {
-      out = fbx__ir_ceil_div(in, s);
-      int64_t total = (out - 1) * s + ek - in;
-      if (total < 0) total = 0;
-      if (cp->auto_pad == FBX_IR_PAD_SAME_UPPER) { pb = total / 2; pe = total - pb; }
-      else { pe = total / 2; pb = total - pe; }
-    } else {
-      if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
-      int64_t num = in + pb + pe - ek;
-      if (num < 0) return FBX__IR_FAIL(node, "kernel extent %lld exceeds padded input %lld in dim %d",
-                                       (long long)ek, (long long)(in + pb + pe), i);
-      if (pool && cp->ceil_mode) {
-        out = fbx__ir_ceil_div(num, s) + 1;
-        if ((out - 1) * s >= in + pb) out--; /* last window must start inside the input or left pad */
-      } else {
-        out = fbx__ir_floor_div(num, s) + 1;
-      }
-    }
-    if (out < 0) return FBX__IR_FAIL(node, "negative output size in dim %d", i);
-    pads[i] = pb;
-    pads[nd + i] = pe;
-    out_spatial[i] = out;
-  }
-  return NULL;
-}
 
 static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
   const fbx_tensor *x = &in[0];
@@ -75,15 +16,17 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
     FBX__IR_NEED_IN(node, n_in, 2);
     w = &in[1];
     if (w->rank != x->rank) return FBX__IR_FAIL(node, "weight rank %d != input rank %d", w->rank, x->rank);
+    int64_t wc;
+    if (!fbx_i64_mul(w->dims[1], group, &wc)) return FBX__IR_FAIL(node, "weight dim 1 x group overflows int64");
     if (node->op == FBX_IR_OP_CONV) {
-      if (x->dims[1] != w->dims[1] * group)
+      if (x->dims[1] != wc)
         return FBX__IR_FAIL(node, "input channels %lld != %lld x group %lld", (long long)x->dims[1],
                             (long long)w->dims[1], (long long)group);
       ch = w->dims[0];
     } else {
       if (x->dims[1] != w->dims[0]) return FBX__IR_FAIL(node, "input channels %lld != weight dim0 %lld",
                                                         (long long)x->dims[1], (long long)w->dims[0]);
-      ch = w->dims[1] * group;
+      ch = wc;
     }
     if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != ch)
       return FBX__IR_FAIL(node, "bias has %lld elements, expected %lld", (long long)fbx__ir_numel(&in[2]), (long long)ch);
@@ -107,7 +50,11 @@ static fbx_status *fbx__ir_resize(const fbx_ir_node *node, const fbx_tensor *in,
   if (fbx__ir_present(in, n_in, 3) && fbx__ir_numel(&in[3]) > 0) {
     FBX_TRY(fbx__ir_need_data(node, in, n_in, 3));
     if (fbx__ir_numel(&in[3]) != x->rank) return FBX__IR_FAIL(node, "sizes length != rank %d", x->rank);
-    for (int i = 0; i < x->rank; i++) out->dims[i] = fbx__ir_read_i64(&in[3], i);
+    for (int i = 0; i < x->rank; i++) {
+      out->dims[i] = fbx__ir_read_i64(&in[3], i);
+      if (out->dims[i] < 1) /* as ONNX Runtime: a 0 or negative size is an invalid model */
+        return FBX__IR_FAIL(node, "sizes[%d] is %lld: must be >= 1", i, (long long)out->dims[i]);
+    }
     return NULL;
   }
   if (!(fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) > 0)) return FBX__IR_FAIL(node, "neither scales nor sizes");
@@ -121,7 +68,9 @@ static fbx_status *fbx__ir_resize(const fbx_ir_node *node, const fbx_tensor *in,
     if (!(s > 0)) return FBX__IR_FAIL(node, "scale %d is not positive", i);
     double ext = crop ? fbx__ir_read_f64(&in[1], x->rank + i) - fbx__ir_read_f64(&in[1], i) : 1.0;
     /* float arithmetic, as ONNX Runtime computes it */
-    out->dims[i] = (int64_t)((float)x->dims[i] * (float)ext * (float)s);
+    float d = (float)x->dims[i] * (float)ext * (float)s;
+    if (!(d >= 0 && d < 0x1p62f)) return FBX__IR_FAIL(node, "scale %d gives output dim %g", i, (double)d);
+    out->dims[i] = (int64_t)d;
   }
   return NULL;
 }

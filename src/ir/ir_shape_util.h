@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "../backend/backend.h"
+#include "../base/checked.h"
 #include "ir_compiled.h"
 
 /* An optional input is present when it exists, has a rank and data or is a
@@ -14,11 +15,9 @@ static inline bool fbx__ir_present(const fbx_tensor *in, int n, int i) {
   return i < n && in[i].rank >= 0;
 }
 
-static inline int64_t fbx__ir_numel(const fbx_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-  return n;
-}
+/* Element count; 0 for a shape that is not valid (base/checked.h): the
+ * inputs of inference were checked when they were produced. */
+static inline int64_t fbx__ir_numel(const fbx_tensor *t) { return fbx_tensor_numel(t); }
 
 /* Element i of a host tensor of any integer/float/bool dtype. */
 int64_t fbx__ir_read_i64(const fbx_tensor *t, int64_t i);

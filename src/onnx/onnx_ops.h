@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/checked.h"
 #include "../ir/ir_graph.h"
 #include "onnx_graph.h"
 

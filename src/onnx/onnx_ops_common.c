@@ -72,15 +72,14 @@ bool fbx__onnx_no_out(const fbx_onnx_cctx *c, int i, const char *what) {
   return true;
 }
 
-int64_t fbx__onnx_tensor_numel(const fbx_onnx_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-  return n;
+int64_t fbx__onnx_tensor_numel(const fbx_onnx_tensor *t) { /* -1: not a valid shape (base/checked.h) */
+  int64_t n;
+  return fbx_dims_numel(t->dims, t->rank, &n) ? n : -1;
 }
 
 static bool fbx__onnx_tensor_size_ok(const fbx_onnx_tensor *t, int64_t numel) {
-  size_t es = fbx_dtype_size(t->dtype);
-  return es && t->data && numel >= 0 && t->nbytes >= (size_t)numel * es;
+  size_t es = fbx_dtype_size(t->dtype), need;
+  return es && t->data && numel >= 0 && fbx_size_mul((size_t)numel, es, &need) && t->nbytes >= need;
 }
 
 bool fbx__onnx_tensor_ints(const fbx_onnx_tensor *t, int64_t *out, int max, int *n) {
@@ -146,10 +145,10 @@ fbx_status *fbx__onnx_tvalue(fbx_onnx_tctx *t, int v, int *id) {
   }
   if (c->dtype == FBX_DTYPE_UNDEFINED)
     return FBX_ERR_NOTIMPL("onnx translate: initializer '%s' has an unsupported dtype", val->name);
-  int64_t numel = fbx__onnx_tensor_numel(c);
-  if (c->nbytes < (size_t)numel * fbx_dtype_size(c->dtype))
-    return FBX_ERR_ARG("onnx translate: initializer '%s' holds %zu bytes, needs %lld", val->name, c->nbytes,
-                       (long long)(numel * (int64_t)fbx_dtype_size(c->dtype)));
+  size_t need;
+  FBX_TRY(fbx_shape_bytes_checked(c->dims, c->rank, fbx_dtype_size(c->dtype), val->name, &need));
+  if (c->nbytes < need)
+    return FBX_ERR_ARG("onnx translate: initializer '%s' holds %zu bytes, needs %zu", val->name, c->nbytes, need);
   FBX_TRY(fbx_ir_graph_add_const(t->ir, val->name, c->dtype, c->rank, c->dims, c->data, id));
   t->vmap[v] = *id;
   return NULL;
@@ -207,10 +206,10 @@ static void fbx__onnx_store(fbx_dtype dt, void *dst, int64_t i, double v) {
 
 fbx_status *fbx__onnx_const_f64s(fbx_onnx_tctx *t, fbx_dtype dt, const double *v, int rank,
                                  const int64_t *dims, int *id) {
-  int64_t numel = 1;
-  for (int i = 0; i < rank; i++) numel *= dims[i];
-  size_t es = fbx_dtype_size(dt);
+  size_t es = fbx_dtype_size(dt), bytes;
   if (!es) return FBX_ERR_ARG("onnx translate: constant of unknown dtype");
+  FBX_TRY(fbx_shape_bytes_checked(dims, rank, es, "a translated constant", &bytes));
+  int64_t numel = (int64_t)(bytes / es);
   void *buf = fbx_malloc((size_t)(numel > 0 ? numel : 1) * es);
   if (!buf) return FBX_ERR_OOM();
   for (int64_t i = 0; i < numel; i++) fbx__onnx_store(dt, buf, i, v[i]);

@@ -51,12 +51,6 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
     return fbx__onnx_fail(c, "bad output_padding");
   if (!fbx__onnx_ints_n(n, "output_shape", nd, 0, p->conv.output_shape, NULL))
     return fbx__onnx_fail(c, "output_shape must list the %d spatial dims", nd);
-  for (int i = 0; i < nd; i++) {
-    if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
-      return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
-    if (p->conv.pads[i] < 0 || p->conv.pads[nd + i] < 0 || p->conv.output_padding[i] < 0 || p->conv.output_shape[i] < 0)
-      return fbx__onnx_fail(c, "negative pads/output_padding not supported");
-  }
   p->conv.group = fbx_onnx_attr_int(n, "group", 1);
   if (p->conv.group < 1) return fbx__onnx_fail(c, "group must be >= 1");
   const char *ap = fbx_onnx_attr_string(n, "auto_pad", "NOTSET");
@@ -65,6 +59,26 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
   else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
   else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
   else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
+  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE;
+  for (int i = 0; i < nd; i++) {
+    if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
+      return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
+    if (p->conv.pads[i] < 0 || p->conv.pads[nd + i] < 0 || p->conv.output_padding[i] < 0 || p->conv.output_shape[i] < 0)
+      return fbx__onnx_fail(c, "negative pads/output_padding not supported");
+    /* invalid models (ONNX Runtime rejects them; declined so that it reports its own error) */
+    if (pool && (p->conv.pads[i] >= p->conv.kernel[i] || p->conv.pads[nd + i] >= p->conv.kernel[i]))
+      return fbx__onnx_fail(c, "pads (%lld, %lld) of dim %d must be smaller than the kernel (%lld)",
+                            (long long)p->conv.pads[i], (long long)p->conv.pads[nd + i], i, (long long)p->conv.kernel[i]);
+    /* AveragePool/LpPool SAME_* with a kernel shorter than the stride can need a negative
+     * pad, which ORT rejects at run (MaxPool it accepts, as a pad of 0) */
+    bool same = p->conv.auto_pad == FBX_IR_PAD_SAME_UPPER || p->conv.auto_pad == FBX_IR_PAD_SAME_LOWER;
+    if (same && (op == FBX_IR_OP_AVGPOOL || op == FBX_IR_OP_LPPOOL) &&
+        (__int128)p->conv.dilations[i] * (p->conv.kernel[i] - 1) + 1 < p->conv.strides[i])
+      return fbx__onnx_fail(c, "auto_pad SAME with kernel extent < stride in dim %d (ORT rejects the negative pad)", i);
+    if (op == FBX_IR_OP_CONV_TRANSPOSE && p->conv.output_padding[i] >= p->conv.strides[i])
+      return fbx__onnx_fail(c, "output_padding %lld of dim %d must be smaller than the stride (%lld)",
+                            (long long)p->conv.output_padding[i], i, (long long)p->conv.strides[i]);
+  }
   p->conv.ceil_mode = fbx_onnx_attr_int(n, "ceil_mode", 0) != 0;
   p->conv.count_include_pad = fbx_onnx_attr_int(n, "count_include_pad", 0) != 0;
   p->conv.p = fbx_onnx_attr_int(n, "p", 2);
@@ -82,12 +96,24 @@ bool fbx__onnx_claim_conv(const fbx_onnx_cctx *c) {
   fbx_ir_params p;
   if (!fbx__onnx_conv_params(c, w, &p)) return false;
   if (c->e->aux == FBX_IR_OP_CONV) {
-    if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * p.conv.group)
+    int64_t wc;
+    if (w->dims[1] >= 0 && !fbx_i64_mul(w->dims[1], p.conv.group, &wc)) return fbx__onnx_fail(c, "W dim 1 x group overflows");
+    if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != wc)
       return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
                             (long long)w->dims[1], (long long)p.conv.group);
   } else if (x->dims[1] >= 0 && w->dims[0] >= 0 && x->dims[1] != w->dims[0]) {
     return fbx__onnx_fail(c, "channels %lld != W dim 0 %lld", (long long)x->dims[1], (long long)w->dims[0]);
   }
+  /* invalid models ORT rejects: channels that the group does not divide, a bias of the wrong length */
+  bool tr = c->e->aux == FBX_IR_OP_CONV_TRANSPOSE;
+  int64_t grouped = w->dims[0]; /* Conv: M; ConvTranspose: C */
+  if (grouped >= 0 && grouped % p.conv.group)
+    return fbx__onnx_fail(c, "%s %lld not divisible by group %lld", tr ? "input channels" : "output channels",
+                          (long long)grouped, (long long)p.conv.group);
+  int64_t M = w->dims[0];
+  if (tr && (w->dims[1] < 0 || !fbx_i64_mul(w->dims[1], p.conv.group, &M))) M = -1;
+  if (b && b->dims[0] >= 0 && M >= 0 && b->dims[0] != M)
+    return fbx__onnx_fail(c, "B has %lld elements, expected %lld output channels", (long long)b->dims[0], (long long)M);
   return true;
 }
 
@@ -180,14 +206,17 @@ bool fbx__onnx_claim_convint(const fbx_onnx_cctx *c) {
   }
   fbx_ir_params p;
   if (!fbx__onnx_conv_params(c, w, &p)) return false;
-  if (x->dims[1] >= 0 && w->dims[1] >= 0 && x->dims[1] != w->dims[1] * p.conv.group)
+  int64_t wc;
+  if (x->dims[1] >= 0 && w->dims[1] >= 0 &&
+      (!fbx_i64_mul(w->dims[1], p.conv.group, &wc) || x->dims[1] != wc))
     return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
                           (long long)w->dims[1], (long long)p.conv.group);
   if (w->dims[1] < 0)
     return fbx__onnx_fail(c, "W C/group unknown: float32 accumulation is exact only for C/group * kernel volume <= %d",
                           FBX__ONNX_CONVINT_KMAX);
   int64_t k = w->dims[1];
-  for (int i = 0; i < p.conv.nd; i++) k *= p.conv.kernel[i];
+  for (int i = 0; i < p.conv.nd && k <= FBX__ONNX_CONVINT_KMAX; i++)
+    if (!fbx_i64_mul(k, p.conv.kernel[i], &k)) k = INT64_MAX;
   if (k > FBX__ONNX_CONVINT_KMAX)
     return fbx__onnx_fail(c,
                           "K = C/group * kernel volume = %lld > %d: float32 accumulation of up to K * 255^2 "

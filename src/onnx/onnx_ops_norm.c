@@ -128,6 +128,18 @@ bool fbx__onnx_claim_instnorm(const fbx_onnx_cctx *c) {
   if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
   if (!s || !b || s->dtype != x->dtype || b->dtype != x->dtype) return fbx__onnx_fail(c, "scale/B missing or dtype differs");
   if (x->rank < 3) return fbx__onnx_fail(c, "input rank %d < 3", x->rank);
+  /* scale and B are [C]; a wrong length is an invalid model (ORT rejects it).
+   * Unknown lengths are checked at run by shape inference. */
+  if (s->rank != 1 || b->rank != 1) return fbx__onnx_fail(c, "scale/B must be 1-D");
+  int64_t C = x->dims[1];
+  for (int i = 0; i < 2; i++) {
+    int64_t n = (i ? b : s)->dims[0];
+    if (C >= 0 && n >= 0 && n != C)
+      return fbx__onnx_fail(c, "%s has %lld elements, the input has %lld channels", i ? "B" : "scale", (long long)n,
+                            (long long)C);
+  }
+  if (s->dims[0] >= 0 && b->dims[0] >= 0 && s->dims[0] != b->dims[0])
+    return fbx__onnx_fail(c, "scale and B lengths differ (%lld, %lld)", (long long)s->dims[0], (long long)b->dims[0]);
   return true;
 }
 
@@ -166,15 +178,22 @@ bool fbx__onnx_claim_batchnorm(const fbx_onnx_cctx *c) {
   if (fbx_onnx_attr_int(c->n, "spatial", 1) != 1) return fbx__onnx_fail(c, "spatial=0 not supported");
   for (int i = 1; i < c->n->n_outputs; i++)
     if (!fbx__onnx_no_out(c, i, "training statistics")) return false;
+  /* The parameters are [C] and are broadcast as [C, 1, ...]: with an unknown
+   * channel count a wrong length could broadcast silently (C = 1, or an input
+   * of 1 channel) where ORT reports an invalid model, so C must be known. */
+  if (x->dims[1] < 0) return fbx__onnx_fail(c, "input channel count unknown (parameter lengths cannot be checked)");
   int64_t C;
   if (fbx__onnx_bn_consts(c->g, c->n, &C)) {
-    if (x->dims[1] >= 0 && x->dims[1] != C) return fbx__onnx_fail(c, "channel count mismatch");
+    if (x->dims[1] != C) return fbx__onnx_fail(c, "channel count mismatch");
     return true;
   }
   for (int i = 1; i < 5; i++) {
     const fbx_onnx_value *v = fbx__onnx_cin(c, i);
     if (v->dtype != x->dtype || v->rank != 1)
       return fbx__onnx_fail(c, "non-constant parameters must be 1-D of the input dtype");
+    if (v->dims[0] != x->dims[1])
+      return fbx__onnx_fail(c, "parameter %d has %lld elements, the input has %lld channels (or unknown)", i,
+                            (long long)v->dims[0], (long long)x->dims[1]);
   }
   return true;
 }

@@ -41,7 +41,7 @@ static bool fbx__onnx_resize_old(const fbx_onnx_cctx *c, bool upsample7) {
     if (!st && strcmp(mode, "nearest") == 0) return fbx__onnx_fail(c, "nearest at opset < 11 needs constant scales");
   }
   for (int i = 0; i < ns; i++) {
-    if (sc[i] <= 0) return fbx__onnx_fail(c, "scales must be > 0");
+    if (!(sc[i] > 0) || sc[i] > 1e9) return fbx__onnx_fail(c, "scales must be finite and > 0");
     if (strcmp(mode, "nearest") == 0 && sc[i] < 1)
       return fbx__onnx_fail(c, "nearest downsampling at opset < 11 not supported");
   }
@@ -89,7 +89,18 @@ bool fbx__onnx_claim_resize(const fbx_onnx_cctx *c) {
     if (!fbx__onnx_tensor_f64s(st, sc, FBX_MAX_RANK, &ns) || ns != x->rank)
       return fbx__onnx_fail(c, "scales must have rank entries");
     for (int i = 0; i < ns; i++)
-      if (sc[i] <= 0) return fbx__onnx_fail(c, "scales must be > 0");
+      if (!(sc[i] > 0) || sc[i] > 1e9) return fbx__onnx_fail(c, "scales must be finite and > 0");
+  }
+  /* constant sizes: rank entries, each >= 1 (ONNX Runtime rejects a 0 or a
+   * negative size; declined so that it reports its own error) */
+  const fbx_onnx_tensor *zt = zv ? fbx__onnx_value_const(c->g, c->n->inputs[3]) : NULL;
+  if (zt) {
+    int64_t sz[FBX_MAX_RANK];
+    int nz;
+    if (!fbx__onnx_tensor_ints(zt, sz, FBX_MAX_RANK, &nz) || nz != x->rank)
+      return fbx__onnx_fail(c, "sizes must have rank (%d) entries", x->rank);
+    for (int i = 0; i < nz; i++)
+      if (sz[i] < 1) return fbx__onnx_fail(c, "sizes[%d] is %lld: must be >= 1", i, (long long)sz[i]);
   }
   return true;
 }

@@ -186,8 +186,10 @@ bool fbx__onnx_claim_constant(const fbx_onnx_cctx *c) {
     if (a->t.dtype == FBX_DTYPE_UNDEFINED) return fbx__onnx_fail(c, "value dtype (onnx type %d) not supported", a->t.onnx_type);
     if (a->t.rank < 0 || a->t.rank > FBX_MAX_RANK) return fbx__onnx_fail(c, "value rank unsupported");
     int64_t numel = fbx__onnx_tensor_numel(&a->t);
-    if ((numel > 0 && !a->t.data) || a->t.nbytes < (size_t)numel * fbx_dtype_size(a->t.dtype))
-      return fbx__onnx_fail(c, "value data not readable");
+    size_t need;
+    if (numel < 0 || !fbx_size_mul((size_t)numel, fbx_dtype_size(a->t.dtype), &need))
+      return fbx__onnx_fail(c, "value shape is not valid (negative dim or element count overflows int64)");
+    if ((numel > 0 && !a->t.data) || a->t.nbytes < need) return fbx__onnx_fail(c, "value data not readable");
   }
   return true;
 }

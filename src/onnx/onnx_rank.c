@@ -5,6 +5,8 @@
  * declines its consumers as before. */
 #include "onnx_rank.h"
 
+#include "../base/checked.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -195,13 +197,11 @@ static void fbx__rank_reshape(const fbx_onnx_graph *g, const fbx_onnx_node *n, f
   if (infer >= 0 && rx >= 0) { /* the -1 dim, when everything is static */
     int64_t total = 1, rest = 1;
     for (int k = 0; k < rx; k++) {
-      if (x->dims[k] < 0) return;
-      total *= x->dims[k];
+      if (x->dims[k] < 0 || !fbx_i64_mul(total, x->dims[k], &total)) return;
     }
     for (int k = 0; k < c; k++) {
       if (k == infer) continue;
-      if (out->d[k] < 0) return;
-      rest *= out->d[k];
+      if (out->d[k] < 0 || !fbx_i64_mul(rest, out->d[k], &rest)) return;
     }
     if (rest > 0 && total % rest == 0) out->d[infer] = total / rest;
   }

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "../../base/checked.h"
 #include "cpu_internal.h"
 
 /* Class token -> kernel: pasting the class macro *name* (not its value). */
@@ -36,6 +37,9 @@ static fbx_cpu_ctx *fbx__cpu(fbx_backend *be) { return be->ctx; }
 
 /* Buffers carry a 64-byte header holding their size (memory_in_use). */
 static fbx_status *fbx__cpu_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
+  if ((uint64_t)bytes > FBX_TENSOR_MAX_BYTES)
+    return FBX_ERR_ARG("cpu: a buffer of %zu bytes exceeds the %llu-byte tensor limit", bytes,
+                       (unsigned long long)FBX_TENSOR_MAX_BYTES);
   unsigned char *p = fbx_malloc_aligned(bytes + 64);
   if (!p) return FBX_ERR_OOM();
   memcpy(p, &bytes, sizeof(bytes));

@@ -28,7 +28,7 @@ typedef struct fbx__cv_geom {
 } fbx__cv_geom;
 
 static fbx_status *fbx__cv_geom_fill(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
-                                     const fbx_tensor *y, bool transpose, fbx__cv_geom *g) {
+                                     const fbx_tensor *y, fbx__cv_geom *g) {
   const char *op = fbx_ir_op_name(node->op);
   int nd = x->rank - 2;
   if (nd < 1 || nd > 3 || w->rank != x->rank || y->rank != x->rank)
@@ -36,6 +36,12 @@ static fbx_status *fbx__cv_geom_fill(const fbx_ir_node *node, const fbx_tensor *
   if (x->dtype != FBX_DTYPE_F32 || w->dtype != FBX_DTYPE_F32 || y->dtype != FBX_DTYPE_F32)
     return FBX_ERR_NOTIMPL("%s: dtype %s (F32 only)", op, fbx_dtype_name(x->dtype));
   const typeof(node->params.conv) *p = &node->params.conv;
+  int64_t kern[3], pads[6], os[3]; /* the one geometry (ir_geometry.c), shared with shape inference */
+  FBX_TRY(fbx_ir_conv_geometry(node, x, w, kern, pads, os));
+  for (int i = 0; i < nd; i++)
+    if (kern[i] != w->dims[2 + i] || os[i] != y->dims[2 + i])
+      return FBX_ERR_ARG("%s: kernel/output dim %d (%lld, %lld) does not match the geometry (%lld, %lld)", op, i,
+                         (long long)w->dims[2 + i], (long long)y->dims[2 + i], (long long)kern[i], (long long)os[i]);
   g->N = x->dims[0];
   g->C = x->dims[1];
   g->M = y->dims[1];
@@ -52,24 +58,7 @@ static fbx_status *fbx__cv_geom_fill(const fbx_ir_node *node, const fbx_tensor *
     g->k[i] = w->dims[2 + sd];
     g->s[i] = p->strides[sd] > 0 ? p->strides[sd] : 1;
     g->d[i] = p->dilations[sd] > 0 ? p->dilations[sd] : 1;
-    int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
-    switch (p->auto_pad) {
-      case FBX_IR_PAD_VALID: g->pb[i] = 0; break;
-      case FBX_IR_PAD_SAME_UPPER: case FBX_IR_PAD_SAME_LOWER: {
-        int64_t total = transpose ? g->s[i] * (g->in[i] - 1) + p->output_padding[sd] + ek - g->out[i]
-                                  : (g->out[i] - 1) * g->s[i] + ek - g->in[i];
-        if (total < 0) total = 0;
-        g->pb[i] = p->auto_pad == FBX_IR_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-        break;
-      }
-      default:
-        if (transpose && p->output_shape[sd] > 0) {
-          int64_t total = g->s[i] * (g->in[i] - 1) + p->output_padding[sd] + ek - g->out[i];
-          g->pb[i] = total > 0 ? total - total / 2 : 0;
-        } else {
-          g->pb[i] = p->pads[sd];
-        }
-    }
+    g->pb[i] = pads[sd];
   }
   if (g->C % g->G || g->M % g->G) return FBX_ERR_ARG("%s: channels not divisible by group", op);
   return NULL;
@@ -501,7 +490,7 @@ static int64_t fbx__cv_tile(int64_t rows, int64_t bytes, int64_t OS) {
 fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   if (n_in < 2) return FBX_ERR_ARG("CONV: needs X and W");
   fbx__cv_geom g;
-  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], false, &g));
+  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], &g));
   const float *x = in[0].data, *w = in[1].data;
   const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
   float *y = out[0].data;
@@ -714,7 +703,7 @@ static fbx_status *fbx__ctk_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
 fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
   if (n_in < 2) return FBX_ERR_ARG("CONV_TRANSPOSE: needs X and W");
   fbx__cv_geom g;
-  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], true, &g));
+  FBX_TRY(fbx__cv_geom_fill(node, &in[0], &in[1], &out[0], &g));
   const float *x = in[0].data, *w = in[1].data;
   const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
   float *y = out[0].data;

@@ -107,12 +107,11 @@ fbx_status *fbx_cpu_k_SLICE(FBX_CPU_KERNEL_ARGS) {
     if (a < 0 || a >= r) return FBX_ERR_ARG("SLICE: axis %lld out of range", (long long)a);
     int64_t step = fbx_cpu_present(in, n_in, 4) ? fbx_cpu_read_i64(&in[4], i) : 1;
     if (step == 0) return FBX_ERR_ARG("SLICE: step 0");
-    int64_t dim = x->dims[a], s = fbx_cpu_read_i64(&in[1], i);
-    if (s < 0) s += dim;
-    if (step > 0) s = s < 0 ? 0 : s > dim ? dim : s;
-    else s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+    int64_t s, cnt = fbx_ir_slice_resolve(x->dims[a], fbx_cpu_read_i64(&in[1], i), fbx_cpu_read_i64(&in[2], i),
+                                          step, &s);
+    if (cnt == 0) continue; /* empty output: nothing is read */
     base += s * xs[a];
-    st[a] = step * xs[a];
+    st[a] = cnt > 1 ? step * xs[a] : 0; /* |step| < dim here, so the product fits */
   }
   info->variant = "slice_strided";
   if (fbx_cpu_numel(&out[0]) == 0) return NULL;

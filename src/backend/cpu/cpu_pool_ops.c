@@ -146,6 +146,10 @@ static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
   const typeof(node->params.conv) *p = &node->params.conv;
   fbx__pl_job j = {.x = x->data, .y = y->data, .op = node->op, .include_pad = p->count_include_pad,
                    .p = p->p > 0 ? (double)p->p : 2.0};
+  /* pads: the one geometry (ir_geometry.c), shared with shape inference; the
+   * windows follow the given output shape (windows are clipped to the padded extent) */
+  int64_t kern[3], pads[6], os[3];
+  FBX_TRY(fbx_ir_conv_geometry(node, x, NULL, kern, pads, os));
   for (int i = 0; i < 3; i++) {
     int sd = i - (3 - nd);
     if (sd < 0) {
@@ -158,18 +162,8 @@ static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
     j.k[i] = p->kernel[sd];
     j.s[i] = p->strides[sd] > 0 ? p->strides[sd] : 1;
     j.d[i] = p->dilations[sd] > 0 ? p->dilations[sd] : 1;
-    int64_t ek = (j.k[i] - 1) * j.d[i] + 1;
-    if (p->auto_pad == FBX_IR_PAD_SAME_UPPER || p->auto_pad == FBX_IR_PAD_SAME_LOWER) {
-      int64_t total = (j.out[i] - 1) * j.s[i] + ek - j.in[i];
-      if (total < 0) total = 0;
-      j.pb[i] = p->auto_pad == FBX_IR_PAD_SAME_UPPER ? total / 2 : total - total / 2;
-      j.pe[i] = total - j.pb[i];
-    } else if (p->auto_pad == FBX_IR_PAD_VALID) {
-      j.pb[i] = j.pe[i] = 0;
-    } else {
-      j.pb[i] = p->pads[sd];
-      j.pe[i] = p->pads[nd + sd];
-    }
+    j.pb[i] = pads[sd];
+    j.pe[i] = pads[nd + sd];
     if (j.k[i] < 1) return FBX_ERR_ARG("%s: kernel size %lld", op, (long long)j.k[i]);
   }
   if (node->op == FBX_IR_OP_MAXPOOL && n_out > 1 && out[1].data && out[1].dtype == FBX_DTYPE_I64) j.idx = out[1].data;
