@@ -19,8 +19,10 @@
  * Every member added after the first version (everything below "optional")
  * may be NULL: the helpers in this header then give the synchronous,
  * host-memory behaviour, so a backend written against the first table keeps
- * working unchanged. Sizes are in bytes. Calls on one backend instance are not
- * concurrent (callers serialise them), except memory_in_use and mem_info. */
+ * working unchanged. Sizes are in bytes. One backend serves every compiled
+ * subgraph of a session, so its members may be called from several threads
+ * at once; the backend serialises internally what needs it (the CPU backend
+ * runs one node at a time on its pool). */
 #ifndef FBX_BACKEND_H
 #define FBX_BACKEND_H
 

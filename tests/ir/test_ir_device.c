@@ -13,8 +13,11 @@
  *    (each read-back counted as a sync, in agreement with the backend);
  *  - constant folding on the host, then uploaded: a Transpose of a constant
  *    weight is not launched on the device;
- *  - the eager path (compile off) on the opaque backend. */
+ *  - the eager path (compile off) on the opaque backend;
+ *  - two compiled subgraphs sharing one opaque backend, run from two threads
+ *    at once (as ORT may run a session's fused nodes): every result right. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -313,6 +316,39 @@ static void test_eager(fbx_backend *opq, fbx_backend *cpu) {
   outs_free(&o);
 }
 
+typedef struct thread_arg {
+  fbx_ir_compiled *c;
+  int bad, runs;
+} thread_arg;
+
+static void *decode_thread(void *arg) {
+  thread_arg *a = arg;
+  outs o = {0};
+  float err;
+  for (int64_t P = 4; P < 60; P++) {
+    fbx_ir_run_report r;
+    fbx_status *st = run_attn(a->c, &o, X, 1, PAST, P, &r);
+    a->runs++;
+    if (st || !check_attn(&o, X, 1, PAST, P, &err) || r.host_syncs != 1) a->bad++;
+    fbx_status_free(st);
+  }
+  outs_free(&o);
+  return NULL;
+}
+
+static void test_threads(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
+  thread_arg a[2] = {{0}, {0}};
+  pthread_t th[2];
+  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t0", &a[0].c));
+  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t1", &a[1].c));
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, decode_thread, &a[i]);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  CHECK(!a[0].bad && !a[1].bad && a[0].runs == 56 && a[1].runs == 56,
+        "two threads, one opaque backend: %d + %d runs, %d + %d wrong", a[0].runs, a[1].runs, a[0].bad, a[1].bad);
+  for (int i = 0; i < 2; i++) fbx_ir_compiled_destroy(a[i].c);
+}
+
 static void test_bad_host(fbx_backend *opq) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = opq};
   fbx_ir_compiled *c = NULL;
@@ -337,6 +373,7 @@ int main(void) {
   test_read_back(opq);
   test_fold(opq, cpu);
   test_eager(opq, cpu);
+  test_threads(opq, cpu);
   test_bad_host(opq);
   size_t left = opq->vt->memory_in_use(opq);
   CHECK(left == 0, "opaque: every device buffer freed (%zu bytes left)", left);

@@ -15,6 +15,7 @@
  * the next operation that touches the queue (in-order semantics are kept)
  * and their host destination is poisoned until then, so a caller that reads
  * an output before synchronize() reads garbage and a test sees it. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ typedef struct fbx__opq_copy {
 } fbx__opq_copy;
 
 typedef struct fbx__opq_ctx {
+  pthread_mutex_t mu;          /* one queue shared by the session's subgraphs: every member runs under it */
   fbx_backend *cpu;            /* owned: the kernels, buffers and memory accounting */
   fbx_opaque_stats st;
   int decline_op;
@@ -53,7 +55,7 @@ static void fbx__opq_flush(fbx__opq_ctx *c) {
   c->n_pending = 0;
 }
 
-static fbx_status *fbx__opq_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
+static fbx_status *fbx__opq_buffer_alloc_u(fbx_backend *be, size_t bytes, void **out) {
   fbx__opq_ctx *c = fbx__opq(be);
   void *p = NULL;
   *out = NULL;
@@ -63,7 +65,7 @@ static fbx_status *fbx__opq_buffer_alloc(fbx_backend *be, size_t bytes, void **o
   return NULL;
 }
 
-static void fbx__opq_buffer_free(fbx_backend *be, void *h) {
+static void fbx__opq_buffer_free_u(fbx_backend *be, void *h) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!h) return;
   FBX_ASSERT(fbx__opq_is_handle(h));
@@ -79,7 +81,7 @@ static fbx_status *fbx__opq_check(const void *dev, const void *host, const char 
   return NULL;
 }
 
-static fbx_status *fbx__opq_from_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+static fbx_status *fbx__opq_from_host_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(dst, src, "copy_from_host"));
@@ -89,7 +91,7 @@ static fbx_status *fbx__opq_from_host(fbx_backend *be, void *dst, const void *sr
   return NULL;
 }
 
-static fbx_status *fbx__opq_to_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+static fbx_status *fbx__opq_to_host_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(src, dst, "copy_to_host"));
@@ -100,7 +102,7 @@ static fbx_status *fbx__opq_to_host(fbx_backend *be, void *dst, const void *src,
   return NULL;
 }
 
-static fbx_status *fbx__opq_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+static fbx_status *fbx__opq_to_host_async_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(src, dst, "copy_to_host_async"));
@@ -117,7 +119,7 @@ static fbx_status *fbx__opq_to_host_async(fbx_backend *be, void *dst, const void
   return NULL;
 }
 
-static fbx_status *fbx__opq_copy_device(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+static fbx_status *fbx__opq_copy_device_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   if (!fbx__opq_is_handle(dst) || !fbx__opq_is_handle(src))
@@ -142,7 +144,7 @@ static fbx_status *fbx__opq_unwrap(const fbx_ir_node *node, const char *what, co
   return NULL;
 }
 
-static fbx_status *fbx__opq_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,
+static fbx_status *fbx__opq_run_node_u(fbx_backend *be, const fbx_ir_node *node, void *state,
                                      const fbx_tensor *inputs, int n_inputs, fbx_tensor *outputs, int n_outputs,
                                      fbx_kernel_info *info) {
   fbx__opq_ctx *c = fbx__opq(be);
@@ -175,7 +177,7 @@ static void fbx__opq_node_release(fbx_backend *be, const fbx_ir_node *node, void
   if (c->cpu->vt->node_release) c->cpu->vt->node_release(c->cpu, node, state);
 }
 
-static fbx_status *fbx__opq_synchronize(fbx_backend *be) {
+static fbx_status *fbx__opq_synchronize_u(fbx_backend *be) {
   fbx__opq_ctx *c = fbx__opq(be);
   fbx__opq_flush(c);
   c->st.syncs++;
@@ -204,10 +206,51 @@ static fbx_status *fbx__opq_event_create(fbx_backend *be, fbx_backend_event **ou
 
 static void fbx__opq_event_destroy(fbx_backend *be, fbx_backend_event *ev) { fbx_free(ev); }
 
-static fbx_status *fbx__opq_event_record(fbx_backend *be, fbx_backend_event *ev) {
+static fbx_status *fbx__opq_event_record_u(fbx_backend *be, fbx_backend_event *ev) {
   fbx__opq_ctx *c = fbx__opq(be);
   ev->recorded = c->st.launches + c->st.h2d + c->st.d2h + c->st.d2d;
   return NULL;
+}
+
+/* ---- the table's entries: each runs its _u body under the queue's lock ---- */
+#define FBX__OPQ_LOCKED(be, call)                   \
+  do {                                              \
+    fbx__opq_ctx *c_ = fbx__opq(be);                \
+    pthread_mutex_lock(&c_->mu);                    \
+    fbx_status *st_ = (call);                       \
+    pthread_mutex_unlock(&c_->mu);                  \
+    return st_;                                     \
+  } while (0)
+
+static fbx_status *fbx__opq_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
+  FBX__OPQ_LOCKED(be, fbx__opq_buffer_alloc_u(be, bytes, out));
+}
+static void fbx__opq_buffer_free(fbx_backend *be, void *h) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  pthread_mutex_lock(&c->mu);
+  fbx__opq_buffer_free_u(be, h);
+  pthread_mutex_unlock(&c->mu);
+}
+static fbx_status *fbx__opq_from_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_from_host_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_to_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_to_host_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_to_host_async_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_copy_device(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_copy_device_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,
+                                     const fbx_tensor *inputs, int n_inputs, fbx_tensor *outputs, int n_outputs,
+                                     fbx_kernel_info *info) {
+  FBX__OPQ_LOCKED(be, fbx__opq_run_node_u(be, node, state, inputs, n_inputs, outputs, n_outputs, info));
+}
+static fbx_status *fbx__opq_synchronize(fbx_backend *be) { FBX__OPQ_LOCKED(be, fbx__opq_synchronize_u(be)); }
+static fbx_status *fbx__opq_event_record(fbx_backend *be, fbx_backend_event *ev) {
+  FBX__OPQ_LOCKED(be, fbx__opq_event_record_u(be, ev));
 }
 
 static fbx_status *fbx__opq_event_wait(fbx_backend *be, fbx_backend_event *ev) {
@@ -233,6 +276,7 @@ static void fbx__opq_destroy(fbx_backend *be) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (c) {
     fbx_backend_destroy(c->cpu);
+    pthread_mutex_destroy(&c->mu);
     fbx_free(c->pending);
     fbx_free(c);
   }
@@ -275,6 +319,7 @@ fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend
     fbx_free(c);
     return FBX_ERR_OOM();
   }
+  pthread_mutex_init(&c->mu, NULL);
   be->vt = &fbx__opq_vtable;
   be->ctx = c;
   c->decline_op = opt ? opt->decline_op : -1;
@@ -290,6 +335,9 @@ fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend
 
 bool fbx_opaque_backend_stats(const fbx_backend *be, fbx_opaque_stats *out) {
   if (!be || be->vt != &fbx__opq_vtable) return false;
-  *out = ((const fbx__opq_ctx *)be->ctx)->st;
+  fbx__opq_ctx *c = be->ctx;
+  pthread_mutex_lock(&c->mu);
+  *out = c->st;
+  pthread_mutex_unlock(&c->mu);
   return true;
 }
