@@ -124,15 +124,35 @@ static fbx_status *fbx__ir_plan_prepare(fbx__ir_plan *p, fbx__ir_prep_cache *pre
   return st;
 }
 
+/* Ops cheap enough to run on the host when shape data needs them: the
+ * index and shape arithmetic of Shape/Gather/Concat/... chains. Anything
+ * else (a MatMul, a Conv) stays on the device even when its result is shape
+ * data: that result is read back at run time (one sync) rather than
+ * computed on the host. */
+static bool fbx__ir_host_op_ok(fbx_ir_op op) {
+  if (fbx_ir_op_class(op) != FBX_IR_CLASS_OTHER) return true; /* elementwise */
+  switch (op) {
+    case FBX_IR_OP_FUSED_EW: case FBX_IR_OP_SHAPE: case FBX_IR_OP_GATHER: case FBX_IR_OP_GATHER_ELEMENTS:
+    case FBX_IR_OP_CONCAT: case FBX_IR_OP_SPLIT: case FBX_IR_OP_SLICE: case FBX_IR_OP_RESHAPE: case FBX_IR_OP_SQUEEZE:
+    case FBX_IR_OP_UNSQUEEZE: case FBX_IR_OP_FLATTEN: case FBX_IR_OP_EXPAND: case FBX_IR_OP_TILE:
+    case FBX_IR_OP_RANGE: case FBX_IR_OP_CONSTANT_OF_SHAPE: case FBX_IR_OP_REDUCE_SUM: case FBX_IR_OP_REDUCE_PROD:
+    case FBX_IR_OP_REDUCE_MAX: case FBX_IR_OP_REDUCE_MIN: case FBX_IR_OP_CUMSUM:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /* Which steps run on the host (non-host-visible backends). Shape inference
  * needs the values of shape-data inputs (fbx_ir_op_shape_data_inputs) on the
  * host; rather than read them back from the device (a synchronisation per
  * node), the steps producing them run on the host backend, and so,
- * transitively, do the steps producing their inputs. The closure always
- * ends at graph inputs and constants, whose host copies exist, or at SHAPE,
- * which reads only its input's shape. Host results that device steps also
- * read are uploaded (need_dev). Without a host backend nothing runs on the
- * host and the executor reads shape data back. */
+ * transitively, do the steps producing their inputs. The closure ends at
+ * graph inputs and constants, whose host copies exist, at SHAPE, which reads
+ * only its input's shape, or at an op not fbx__ir_host_op_ok, whose result
+ * is read back. Host results that device steps also read are uploaded
+ * (need_dev). Without a host backend nothing runs on the host and the
+ * executor reads shape data back. */
 static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
   fbx_ir_graph *g = p->g;
   if (p->host) {
@@ -143,6 +163,7 @@ static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
       const fbx_ir_node *n = &g->nodes[nid];
       bool host = false;
       for (int o = 0; o < n->n_outputs; o++) host |= need_host[n->outputs[o]];
+      host = host && fbx__ir_host_op_ok(n->op);
       p->host_step[nid] = host;
       unsigned mask = fbx_ir_op_shape_data_inputs(n->op);
       for (int i = 0; i < n->n_inputs; i++) {

@@ -14,6 +14,8 @@
  *  - constant folding on the host, then uploaded: a Transpose of a constant
  *    weight is not launched on the device;
  *  - the eager path (compile off) on the opaque backend;
+ *  - shape data computed by an op too heavy for the host (a MatMul): that
+ *    one value is read back (2 syncs per run), its Cast runs on the host;
  *  - two compiled subgraphs sharing one opaque backend, run from two threads
  *    at once (as ORT may run a session's fused nodes): every result right. */
 #include <math.h>
@@ -316,6 +318,44 @@ static void test_eager(fbx_backend *opq, fbx_backend *cpu) {
   outs_free(&o);
 }
 
+/* y = Reshape(x, Cast(n @ I, int64)): x (6,), n (2,) = [2, 3] -> y (2, 3) == x */
+static void test_heavy_shape_data(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_ir_graph *g;
+  fbx_ir_graph_create(&g);
+  static const float eye[4] = {1, 0, 0, 1};
+  int x, n, w, m, c, y;
+  fbx_ir_params cast, rs;
+  memset(&cast, 0, sizeof cast);
+  memset(&rs, 0, sizeof rs);
+  cast.ew.to = FBX_DTYPE_I64;
+  fbx_ir_graph_add_input(g, "x", FBX_DTYPE_F32, 1, (int64_t[]){6}, NULL, &x);
+  fbx_ir_graph_add_input(g, "n", FBX_DTYPE_F32, 1, (int64_t[]){2}, NULL, &n);
+  fbx_ir_graph_add_const(g, "I", FBX_DTYPE_F32, 2, (int64_t[]){2, 2}, eye, &w);
+  fbx_ir_graph_emit(g, FBX_IR_OP_MATMUL, (int[]){n, w}, 2, NULL, FBX_DTYPE_F32, 1, "m", "MatMul", 0, &m);
+  fbx_ir_graph_emit(g, FBX_IR_OP_CAST, (int[]){m}, 1, &cast, FBX_DTYPE_I64, 1, "c", "Cast", 1, &c);
+  fbx_ir_graph_emit(g, FBX_IR_OP_RESHAPE, (int[]){x, c}, 2, &rs, FBX_DTYPE_F32, 2, "y", "Reshape", 2, &y);
+  fbx_ir_graph_mark_output(g, y);
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
+  fbx_ir_compiled *cc;
+  OK(fbx_ir_compiled_create(g, opq, &oo, "heavy", &cc));
+  float xs[6] = {1, 2, 3, 4, 5, 6}, ns[2] = {2, 3};
+  fbx_tensor in[2] = {{.dtype = FBX_DTYPE_F32, .rank = 1, .dims = {6}, .data = xs},
+                      {.dtype = FBX_DTYPE_F32, .rank = 1, .dims = {2}, .data = ns}};
+  outs o = {0};
+  fbx_ir_run_report r;
+  OK(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
+  fbx_opaque_stats s0 = stats_of(opq);
+  OK(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
+  fbx_opaque_stats s1 = stats_of(opq);
+  CHECK(o.buf[0] && memcmp(o.buf[0], xs, sizeof xs) == 0, "shape data from a MatMul: y == x");
+  CHECK(r.host_syncs == 2 && s1.syncs - s0.syncs == 2, "MatMul shape data: 1 read-back + the final sync (report %lld, backend %lld)",
+        (long long)r.host_syncs, (long long)(s1.syncs - s0.syncs));
+  CHECK(s1.launches - s0.launches == 2, "MatMul and Reshape on the device, Cast on the host (%lld launches)",
+        (long long)(s1.launches - s0.launches));
+  fbx_ir_compiled_destroy(cc);
+  outs_free(&o);
+}
+
 typedef struct thread_arg {
   fbx_ir_compiled *c;
   int bad, runs;
@@ -373,6 +413,7 @@ int main(void) {
   test_read_back(opq);
   test_fold(opq, cpu);
   test_eager(opq, cpu);
+  test_heavy_shape_data(opq, cpu);
   test_threads(opq, cpu);
   test_bad_host(opq);
   size_t left = opq->vt->memory_in_use(opq);
