@@ -87,6 +87,7 @@ bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_te
   if (!be->vt->supports) return true;
   char why[160] = "";
   if (be->vt->supports(be, node, inputs, n_inputs, outputs, n_outputs, why, sizeof why)) return true;
-  if (reason && cap) snprintf(reason, cap, "%s: %s", be->vt->name ? be->vt->name : "device", why[0] ? why : "not supported");
+  if (reason && cap)
+    snprintf(reason, cap, "%s: %s", be->vt->name ? be->vt->name : "device", why[0] ? why : "not supported");
   return false;
 }

@@ -39,7 +39,8 @@ static void test_buffers_and_kernels(fbx_backend *be) {
   fbx_status_free(st);
   if (!da || !db || !dy) return;
   CHECK((uintptr_t)da >= ((uintptr_t)1 << 47), "a DEVICE buffer is not a user-space address (%p)", da);
-  CHECK(!fbx_backend_buft_info(be, FBX_BUFT_DEVICE).host_access && fbx_backend_buft_info(be, FBX_BUFT_HOST_PINNED).host_access,
+  CHECK(!fbx_backend_buft_info(be, FBX_BUFT_DEVICE).host_access &&
+            fbx_backend_buft_info(be, FBX_BUFT_HOST_PINNED).host_access,
         "buffer types: DEVICE not host-accessible, pinned host is");
   CHECK(!be->vt->copy_from_host(be, da, a, sizeof a) && !be->vt->copy_from_host(be, db, b, sizeof b), "upload");
 

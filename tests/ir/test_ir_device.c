@@ -190,7 +190,8 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_run_report r, rr;
   float err = 0;
   OK(run_attn(c, &o, X, 4, PAST, 3, &r)); /* prefill */
-  CHECK(r.path == FBX_IR_PATH_PREFILL && check_attn(&o, X, 4, PAST, 3, &err), "opaque prefill matches the reference (err %.2g)", err);
+  CHECK(r.path == FBX_IR_PATH_PREFILL && check_attn(&o, X, 4, PAST, 3, &err),
+        "opaque prefill matches the reference (err %.2g)", err);
   CHECK(r.host_syncs == 1, "opaque prefill: %lld host syncs (want 1)", (long long)r.host_syncs);
   int bad_ref = 0, bad_sync = 0, bad_val = 0, growth_runs = 0, growth_allocs = 0, steady_allocs = -1,
       steady_backend_allocs = -1;
@@ -222,7 +223,8 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
   CHECK(!bad_ref, "opaque decode 4..100: outputs bit-identical to the CPU backend (%d differ)", bad_ref);
   CHECK(!bad_sync, "opaque decode: every step is decode, 1 host sync (report and backend agree), 3 read-backs (%d bad)",
         bad_sync);
-  CHECK(steady_allocs == 0 && steady_backend_allocs == 0, "steady-state decode step: 0 allocations (report %d, backend %d)",
+  CHECK(steady_allocs == 0 && steady_backend_allocs == 0,
+        "steady-state decode step: 0 allocations (report %d, backend %d)",
         steady_allocs, steady_backend_allocs);
   /* buffers that grow with the past (the past upload, kv, its transpose, r, scores, probabilities):
    * 6, each x1.5 at most log_1.5(101 / 5) + 1 ~ 8.4 times from P = 5 to 100 */
@@ -309,7 +311,8 @@ static void test_eager(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_run_report r;
   float err = 0;
   OK(run_attn(c, &o, X, 3, PAST, 6, &r));
-  CHECK(r.path == FBX_IR_PATH_EAGER && check_attn(&o, X, 3, PAST, 6, &err), "opaque eager matches the reference (err %.2g)",
+  CHECK(r.path == FBX_IR_PATH_EAGER && check_attn(&o, X, 3, PAST, 6, &err),
+        "opaque eager matches the reference (err %.2g)",
         err);
   OK(run_attn(c, &o, X, 1, PAST, 6, &r));
   CHECK(check_attn(&o, X, 1, PAST, 6, &err) && r.host_syncs == 1, "opaque eager decode-shaped run: right, %lld syncs",
@@ -348,7 +351,8 @@ static void test_heavy_shape_data(fbx_backend *opq, fbx_backend *cpu) {
   OK(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
   fbx_opaque_stats s1 = stats_of(opq);
   CHECK(o.buf[0] && memcmp(o.buf[0], xs, sizeof xs) == 0, "shape data from a MatMul: y == x");
-  CHECK(r.host_syncs == 2 && s1.syncs - s0.syncs == 2, "MatMul shape data: 1 read-back + the final sync (report %lld, backend %lld)",
+  CHECK(r.host_syncs == 2 && s1.syncs - s0.syncs == 2,
+        "MatMul shape data: 1 read-back + the final sync (report %lld, backend %lld)",
         (long long)r.host_syncs, (long long)(s1.syncs - s0.syncs));
   CHECK(s1.launches - s0.launches == 2, "MatMul and Reshape on the device, Cast on the host (%lld launches)",
         (long long)(s1.launches - s0.launches));
@@ -393,7 +397,8 @@ static void test_bad_host(fbx_backend *opq) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = opq};
   fbx_ir_compiled *c = NULL;
   fbx_status *st = fbx_ir_compiled_create(build_attn(), opq, &oo, "bad", &c);
-  CHECK(st && !c && strstr(fbx_status_message(st), "host-visible"), "a host backend that is not host-visible is refused: %s",
+  CHECK(st && !c && strstr(fbx_status_message(st), "host-visible"),
+        "a host backend that is not host-visible is refused: %s",
         st ? fbx_status_message(st) : "(accepted)");
   fbx_status_free(st);
 }

@@ -76,7 +76,8 @@ static void fbx__opq_buffer_free_u(fbx_backend *be, void *h) {
 }
 
 static fbx_status *fbx__opq_check(const void *dev, const void *host, const char *what) {
-  if (dev && !fbx__opq_is_handle(dev)) return FBX_ERR("opaque: %s: device side %p is not a buffer of this backend", what, dev);
+  if (dev && !fbx__opq_is_handle(dev))
+    return FBX_ERR("opaque: %s: device side %p is not a buffer of this backend", what, dev);
   if (host && fbx__opq_is_handle(host)) return FBX_ERR("opaque: %s: host side %p is a device handle", what, host);
   return NULL;
 }
