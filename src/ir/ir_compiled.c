@@ -20,6 +20,8 @@ struct fbx_ir_compiled {
   pthread_mutex_t mu;
   bool decoder;
   fbx__ir_plan **plans; int n_plans;
+  fbx__ir_plan *eager;         /* the eager plan, built on the first eager run and kept: it depends on
+                                  no shape, and keeping it keeps its buffers (no allocation per run) */
   uint64_t tick;
   char *seen[FBX_IR_PATH_COUNT][FBX__IR_SEEN_MAX];
   int n_seen[FBX_IR_PATH_COUNT], seen_next[FBX_IR_PATH_COUNT];
@@ -145,6 +147,7 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
 void fbx_ir_compiled_destroy(fbx_ir_compiled *c) {
   if (!c) return;
   for (int i = 0; i < c->n_plans; i++) fbx__ir_plan_destroy(c->plans[i]);
+  fbx__ir_plan_destroy(c->eager);
   fbx__ir_prep_cache_destroy(c->prep); /* after the plans that borrow its states */
   for (int v = 0; v < c->g->n_values; v++)
     if (c->const_buf[v]) c->be->vt->buffer_free(c->be, c->const_buf[v]);
@@ -230,12 +233,11 @@ static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_t
 
 static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
                                      fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
-  fbx__ir_plan_opts o = {.host = c->host};
-  fbx__ir_plan *p;
-  FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &p));
-  fbx_status *st = fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, report);
-  fbx__ir_plan_destroy(p);
-  return st;
+  if (!c->eager) { /* no folding, fusion or preparation: nothing in it depends on the inputs */
+    fbx__ir_plan_opts o = {.host = c->host};
+    FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &c->eager));
+  }
+  return fbx__ir_plan_run(c->eager, inputs, n_inputs, output_fn, output_ctx, report);
 }
 
 static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,

@@ -6,7 +6,8 @@
  *   prefill : decoder graph, query length > 1 -> plan keyed by input shapes
  *   general : any other graph -> plan keyed by input shapes
  *   eager   : compile off, or compiling failed -> interpret the graph node by
- *             node, no folding, no fusion; always correct
+ *             node, no folding, no fusion; always correct (one plan, kept:
+ *             one buffer per value, grown geometrically, none per run)
  *
  * A plan is the graph after constant folding (shape-dependent folding only on
  * the shape-keyed paths), elementwise fusion and buffer-slot assignment. Shape

@@ -13,7 +13,8 @@
  *    (each read-back counted as a sync, in agreement with the backend);
  *  - constant folding on the host, then uploaded: a Transpose of a constant
  *    weight is not launched on the device;
- *  - the eager path (compile off) on the opaque backend;
+ *  - the eager path (compile off) on the opaque backend: one kept plan, so a
+ *    repeated run allocates nothing;
  *  - shape data computed by an op too heavy for the host (a MatMul): that
  *    one value is read back (2 syncs per run), its Cast runs on the host;
  *  - two compiled subgraphs sharing one opaque backend, run from two threads
@@ -317,6 +318,12 @@ static void test_eager(fbx_backend *opq, fbx_backend *cpu) {
   OK(run_attn(c, &o, X, 1, PAST, 6, &r));
   CHECK(check_attn(&o, X, 1, PAST, 6, &err) && r.host_syncs == 1, "opaque eager decode-shaped run: right, %lld syncs",
         (long long)r.host_syncs);
+  fbx_opaque_stats s0 = stats_of(opq);
+  OK(run_attn(c, &o, X, 1, PAST, 6, &r));
+  fbx_opaque_stats s1 = stats_of(opq);
+  CHECK(check_attn(&o, X, 1, PAST, 6, &err) && r.allocs == 0 && s1.allocs == s0.allocs,
+        "opaque eager, same shapes again: one kept plan, no allocation (report %lld, backend %lld)", (long long)r.allocs,
+        (long long)(s1.allocs - s0.allocs));
   fbx_ir_compiled_destroy(c);
   outs_free(&o);
 }
