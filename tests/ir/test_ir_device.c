@@ -17,6 +17,9 @@
  *    repeated run allocates nothing;
  *  - shape data computed by an op too heavy for the host (a MatMul): that
  *    one value is read back (2 syncs per run), its Cast runs on the host;
+ *  - allocation failure injected at every allocation of create + prefill +
+ *    two decode steps: each either succeeds with right results or returns
+ *    an error (no crash; the sanitizer pass checks for leaks);
  *  - two compiled subgraphs sharing one opaque backend, run from two threads
  *    at once (as ORT may run a session's fused nodes): every result right. */
 #include <math.h>
@@ -367,6 +370,45 @@ static void test_heavy_shape_data(fbx_backend *opq, fbx_backend *cpu) {
   outs_free(&o);
 }
 
+/* Whether the failure armed by fbx_alloc_fail_after has fired: if it has
+ * not, one of the next `probe` allocations fails (and disarms it). */
+static bool injection_fired(int probe) {
+  for (int i = 0; i < probe; i++) {
+    void *p = fbx_malloc(1);
+    if (!p) return false;
+    fbx_free(p);
+  }
+  return true;
+}
+
+static void test_alloc_failures(fbx_backend *opq, fbx_backend *cpu) {
+  int ok_runs = 0, failed_runs = 0, wrong = 0, k;
+  for (k = 0; k < 2000; k++) {
+    fbx_ir_graph *g = build_attn(); /* built before the injection: the graph builder is not under test */
+    fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
+    fbx_ir_compiled *c = NULL;
+    outs o = {0};
+    fbx_ir_run_report r;
+    float err;
+    fbx_alloc_fail_after(k);
+    fbx_status *st = fbx_ir_compiled_create(g, opq, &oo, "inject", &c);
+    if (!st && !(st = run_attn(c, &o, X, 4, PAST, 3, &r))) wrong += !check_attn(&o, X, 4, PAST, 3, &err);
+    for (int64_t P = 7; !st && P < 9; P++)
+      if (!(st = run_attn(c, &o, X, 1, PAST, P, &r))) wrong += !check_attn(&o, X, 1, PAST, P, &err);
+    bool fired = injection_fired(1 << 16);
+    fbx_alloc_fail_after(-1);
+    if (st) failed_runs++;
+    else ok_runs++; /* right results despite the failure: recovered (e.g. a plan fell back to eager) */
+    fbx_status_free(st);
+    fbx_ir_compiled_destroy(c);
+    outs_free(&o);
+    if (!fired) break; /* the pass made fewer than k allocations: every one has been failed once */
+  }
+  printf("     allocation failure at each of the first %d allocations: %d errors, %d successes\n", k, failed_runs,
+         ok_runs);
+  CHECK(k < 2000 && !wrong, "injected allocation failures: errors or right results, never wrong (%d wrong)", wrong);
+}
+
 typedef struct thread_arg {
   fbx_ir_compiled *c;
   int bad, runs;
@@ -427,6 +469,7 @@ int main(void) {
   test_eager(opq, cpu);
   test_heavy_shape_data(opq, cpu);
   test_threads(opq, cpu);
+  test_alloc_failures(opq, cpu);
   test_bad_host(opq);
   size_t left = opq->vt->memory_in_use(opq);
   CHECK(left == 0, "opaque: every device buffer freed (%zu bytes left)", left);
