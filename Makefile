@@ -31,10 +31,12 @@ models: deps
 demo: build models
 	@scripts/demo.sh $(BUILD)
 
-# The whole test suite, then once more under ASan+UBSan.
+# The whole test suite, then once more under ASan+UBSan, then once more (release) on the
+# opaque test backend, whose buffers the host cannot read (the engine's device code paths).
 test: build build-asan models
 	@scripts/run_tests.sh $(BUILD)
 	@FBX_SANITIZED=1 scripts/run_tests.sh $(BUILD_SAN)
+	@FUSEBOX_TEST_BACKEND=opaque scripts/run_tests.sh $(BUILD)
 
 # One pass, no sanitizer build (for quick local iterations).
 test-fast: build models

@@ -76,6 +76,14 @@ run_case() {
   fi
 }
 
+# ---- test backend (the engine's device paths): FUSEBOX_TEST_BACKEND=opaque runs the whole
+# suite with the EP on the opaque backend (CPU kernels behind buffers the host cannot read);
+# the third pass of `make test`. Unset or "cpu": the CPU backend.
+if [ -n "${FUSEBOX_TEST_BACKEND:-}" ] && [ "$FUSEBOX_TEST_BACKEND" != cpu ]; then
+  echo "== backend: FUSEBOX_TEST_BACKEND=$FUSEBOX_TEST_BACKEND (every EP session of this pass runs on it) =="
+fi
+# ---- end of test backend block ----
+
 echo "== unit tests ($BUILD/tests) =="
 run_case "sanitizer log scan finds reports" bash -c san_scan_selfcheck
 shopt -s nullglob

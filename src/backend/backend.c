@@ -1,5 +1,9 @@
+/* Tensor helpers and the fallbacks of the backend table's optional members. */
 #include "backend.h"
 
+#include <stdio.h>
+
+#include "../base/alloc.h"
 #include "../base/checked.h"
 
 /* Shape inference rejects every shape that is not valid (base/checked.h), so
@@ -18,4 +22,76 @@ size_t fbx_tensor_nbytes(const fbx_tensor *t) {
 
 void fbx_backend_destroy(fbx_backend *be) {
   if (be && be->vt && be->vt->destroy) be->vt->destroy(be);
+}
+
+fbx_buft_info fbx_backend_buft_info(const fbx_backend *be, fbx_buft t) {
+  fbx_buft_info i = {0};
+  if ((unsigned)t < FBX_BUFT_COUNT) i = be->vt->buft[t];
+  if (!i.alignment) { /* not described: the first table's behaviour */
+    i.alignment = 64;
+    i.host_access = t != FBX_BUFT_DEVICE || be->vt->host_visible;
+  }
+  return i;
+}
+
+fbx_status *fbx_backend_host_alloc(fbx_backend *be, fbx_buft t, size_t bytes, void **out) {
+  *out = NULL;
+  if (t == FBX_BUFT_DEVICE) return FBX_ERR_ARG("%s: host_alloc of a DEVICE buffer", be->vt->name);
+  if (be->vt->host_alloc) return be->vt->host_alloc(be, t, bytes, out);
+  *out = fbx_malloc_aligned(bytes ? bytes : 64);
+  return *out ? NULL : FBX_ERR_OOM();
+}
+
+void fbx_backend_host_free(fbx_backend *be, fbx_buft t, void *p) {
+  if (!p) return;
+  if (be->vt->host_free) be->vt->host_free(be, t, p);
+  else fbx_free_aligned(p);
+}
+
+fbx_status *fbx_backend_copy_from_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  if (!bytes) return NULL;
+  if (be->vt->copy_from_host_async) return be->vt->copy_from_host_async(be, dst, src, bytes);
+  return be->vt->copy_from_host(be, dst, src, bytes);
+}
+
+fbx_status *fbx_backend_copy_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  if (!bytes) return NULL;
+  if (be->vt->copy_to_host_async) return be->vt->copy_to_host_async(be, dst, src, bytes);
+  return be->vt->copy_to_host(be, dst, src, bytes);
+}
+
+fbx_status *fbx_backend_synchronize(fbx_backend *be) {
+  return be->vt->synchronize ? be->vt->synchronize(be) : NULL;
+}
+
+fbx_status *fbx_backend_event_create(fbx_backend *be, fbx_backend_event **out) {
+  *out = NULL;
+  return be->vt->event_create ? be->vt->event_create(be, out) : NULL;
+}
+
+void fbx_backend_event_destroy(fbx_backend *be, fbx_backend_event *ev) {
+  if (ev && be->vt->event_destroy) be->vt->event_destroy(be, ev);
+}
+
+fbx_status *fbx_backend_event_record(fbx_backend *be, fbx_backend_event *ev) {
+  return be->vt->event_record && ev ? be->vt->event_record(be, ev) : NULL;
+}
+
+fbx_status *fbx_backend_event_wait(fbx_backend *be, fbx_backend_event *ev) {
+  return be->vt->event_wait && ev ? be->vt->event_wait(be, ev) : NULL;
+}
+
+fbx_status *fbx_backend_event_synchronize(fbx_backend *be, fbx_backend_event *ev) {
+  if (be->vt->event_synchronize && ev) return be->vt->event_synchronize(be, ev);
+  return fbx_backend_synchronize(be);
+}
+
+bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
+                          const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap) {
+  if (!be->vt->supports) return true;
+  char why[160] = "";
+  if (be->vt->supports(be, node, inputs, n_inputs, outputs, n_outputs, why, sizeof why)) return true;
+  if (reason && cap)
+    snprintf(reason, cap, "%s: %s", be->vt->name ? be->vt->name : "device", why[0] ? why : "not supported");
+  return false;
 }

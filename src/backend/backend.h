@@ -1,13 +1,28 @@
 /* The backend interface: a table of function pointers plus a context.
  * Backends know nothing of ONNX or ORT; they run IR nodes on tensors.
  *
- * Memory: buffers come from buffer_alloc and live in the backend's memory
- * (host RAM for CPU, device memory for CUDA). host_visible says whether the
- * IR executor may read/write buffer memory directly (CPU: yes).
+ * A backend is a device (DESIGN.md, "The device engine"), described by:
  *
- * Execution is asynchronous in principle: run_node may enqueue work and
- * return; synchronize() is the explicit point after which outputs are
- * complete and readable. The CPU backend runs synchronously. */
+ *   memory : buffer types (device, pinned host, host), each with an alignment
+ *            and whether the host may touch it; how much device memory is free.
+ *            host_visible is shorthand for "device buffers are host memory"
+ *            (CPU: yes; the opaque test backend and CUDA: no).
+ *   work   : one backend instance is one in-order queue (a stream). run_node
+ *            and the *_async copies are enqueued on it and may return before
+ *            the work is done; events mark points in that queue;
+ *            synchronize() waits for everything enqueued so far. The executor
+ *            synchronises once per run, after enqueueing the output copies.
+ *   claims : supports() says whether the device has a kernel for a node
+ *            configuration, so GetCapability can decline with the device's
+ *            reason.
+ *
+ * Every member added after the first version (everything below "optional")
+ * may be NULL: the helpers in this header then give the synchronous,
+ * host-memory behaviour, so a backend written against the first table keeps
+ * working unchanged. Sizes are in bytes. One backend serves every compiled
+ * subgraph of a session, so its members may be called from several threads
+ * at once; the backend serialises internally what needs it (the CPU backend
+ * runs one node at a time on its pool). */
 #ifndef FBX_BACKEND_H
 #define FBX_BACKEND_H
 
@@ -19,7 +34,9 @@
 #include "../base/status.h"
 #include "../ir/ir_graph.h"
 
-/* A strided-free, row-major tensor view. data points into backend memory. */
+/* A strided-free, row-major tensor view. data points into backend memory
+ * (a device buffer of the backend the tensor is handed to) or, where a
+ * comment says so, host memory. */
 typedef struct fbx_tensor {
   fbx_dtype dtype;
   int rank;
@@ -39,33 +56,69 @@ typedef struct fbx_kernel_info {
 
 typedef struct fbx_backend fbx_backend;
 
-typedef struct fbx_backend_vtable {
-  const char *name;      /* "cpu", "cuda" */
-  bool host_visible;     /* buffers readable/writable by the host directly */
+/* Where a buffer lives. */
+typedef enum fbx_buft {
+  FBX_BUFT_DEVICE,       /* the backend's working memory: what run_node reads and writes */
+  FBX_BUFT_HOST_PINNED,  /* host memory the device copies from/to directly (staging of async copies) */
+  FBX_BUFT_HOST,         /* ordinary host memory */
+  FBX_BUFT_COUNT
+} fbx_buft;
 
+/* One buffer type of a backend. A zero entry (alignment 0) in a table means
+ * "not described": fbx_backend_buft_info then reports alignment 64, and host
+ * access for the host types and, for DEVICE, host_visible. */
+typedef struct fbx_buft_info {
+  size_t alignment;      /* every buffer of this type is aligned to this (a power of two) */
+  bool host_access;      /* the host may read/write these buffers with plain loads and stores */
+} fbx_buft_info;
+
+/* An event: a point in a backend's queue (opaque to everyone but the backend). */
+typedef struct fbx_backend_event fbx_backend_event;
+
+typedef struct fbx_backend_vtable {
+  const char *name;      /* "cpu", "cuda", "opaque": device name used in traces and decline reasons */
+  bool host_visible;     /* DEVICE buffers are host memory: the executor may read/write them directly */
+
+  /* DEVICE buffers. buffer_alloc returns a buffer of at least `bytes`
+   * (aligned as buft[FBX_BUFT_DEVICE] says) owned by the caller, who frees
+   * it with buffer_free (NULL is fine). Contents are undefined. Neither
+   * call waits for queued work: the caller frees only buffers no queued
+   * work uses (the executor frees after a synchronize). */
   fbx_status *(*buffer_alloc)(fbx_backend *be, size_t bytes, void **out);
   void (*buffer_free)(fbx_backend *be, void *p);
-  /* Copies; for a host-visible backend these are memcpy. */
+  /* Synchronous copies: they wait for queued work first and the data has
+   * arrived when they return. src of copy_from_host and dst of copy_to_host
+   * are host memory; the other pointers are DEVICE buffers (pointer
+   * arithmetic inside a buffer is allowed). For a host-visible backend these
+   * are memcpy. */
   fbx_status *(*copy_from_host)(fbx_backend *be, void *dst, const void *src, size_t bytes);
   fbx_status *(*copy_to_host)(fbx_backend *be, void *dst, const void *src, size_t bytes);
+  /* Device-to-device, enqueued in order with run_node (may return early). */
   fbx_status *(*copy_device)(fbx_backend *be, void *dst, const void *src, size_t bytes);
 
   /* Compile-time preparation of one node whose constant inputs are known
-   * (const_inputs[i] non-NULL for constant input i, host data). May return a
-   * state (e.g. packed weights) passed to every run_node of this node; NULL
-   * state is fine. Optional (NULL = nothing to prepare). */
+   * (const_inputs[i] non-NULL for constant input i: HOST data; inputs[i]:
+   * the same constants in DEVICE memory, other inputs shape only). May
+   * return a state (e.g. packed weights) passed to every run_node of this
+   * node; NULL state is fine, and run_node must accept NULL state for any
+   * node. Optional (NULL = nothing to prepare). */
   fbx_status *(*node_prepare)(fbx_backend *be, const fbx_ir_node *node,
                               const fbx_tensor *const *const_inputs, const fbx_tensor *inputs,
                               void **state);
   void (*node_release)(fbx_backend *be, const fbx_ir_node *node, void *state);
 
-  /* Run one node. Output tensors have dtype, shape and data set by the caller
-   * (shape inference ran before); an absent optional input has data == NULL
-   * and rank -1. info may be NULL; when non-NULL the kernel fills it. */
+  /* Enqueue one node. Every data pointer is a DEVICE buffer of this backend
+   * (or NULL for an empty tensor). Output tensors have dtype, shape and data
+   * set by the caller (shape inference ran on the host before); an absent
+   * optional input has data == NULL and rank -1. Inputs listed in
+   * fbx_ir_op_shape_data_inputs are passed in device memory too: kernels
+   * that need their values read them on the device. info may be NULL; when
+   * non-NULL the kernel fills it. */
   fbx_status *(*run_node)(fbx_backend *be, const fbx_ir_node *node, void *state,
                           const fbx_tensor *inputs, int n_inputs,
                           fbx_tensor *outputs, int n_outputs, fbx_kernel_info *info);
 
+  /* Wait until everything enqueued on this backend is complete. */
   fbx_status *(*synchronize)(fbx_backend *be);
   /* Engine memory currently held by buffer_alloc, in bytes. */
   size_t (*memory_in_use)(fbx_backend *be);
@@ -74,12 +127,80 @@ typedef struct fbx_backend_vtable {
    * ir_graph.h); the plan only attaches epilogues when this says so.
    * Optional (NULL = never). */
   bool (*supports_epilogue)(fbx_backend *be, const fbx_ir_node *node);
+
+  /* ---- optional: memory ---- */
+
+  /* The buffer types (indexed by fbx_buft); zero entries as fbx_buft_info says. */
+  fbx_buft_info buft[FBX_BUFT_COUNT];
+  /* Host buffers for staging: FBX_BUFT_HOST_PINNED or FBX_BUFT_HOST (DEVICE
+   * goes through buffer_alloc). Owned by the caller, freed with host_free
+   * and the same type. NULL: aligned host malloc for both types. */
+  fbx_status *(*host_alloc)(fbx_backend *be, fbx_buft type, size_t bytes, void **out);
+  void (*host_free)(fbx_backend *be, fbx_buft type, void *p);
+  /* Free and total DEVICE memory in bytes. NULL: unknown (both 0). */
+  fbx_status *(*mem_info)(fbx_backend *be, size_t *free_bytes, size_t *total_bytes);
+
+  /* ---- optional: asynchronous work ---- */
+
+  /* Enqueue a copy in order with run_node; may return before it is done.
+   * The host side (src of from_host, dst of to_host) must stay valid and
+   * unchanged, resp. unread, until a later synchronize or event_synchronize
+   * of an event recorded after the copy. NULL: the synchronous copy. */
+  fbx_status *(*copy_from_host_async)(fbx_backend *be, void *dst, const void *src, size_t bytes);
+  fbx_status *(*copy_to_host_async)(fbx_backend *be, void *dst, const void *src, size_t bytes);
+  /* Run on a queue the caller owns (e.g. ORT's cudaStream_t) from now on;
+   * NULL returns to the backend's own. The caller keeps the queue alive
+   * while it is set. NULL member: the backend has one queue only. */
+  fbx_status *(*set_stream)(fbx_backend *be, void *native_stream);
+  /* Events. create/destroy pair; record marks "everything enqueued so far";
+   * event_wait makes later work on this backend's queue wait for the event
+   * (no host wait); event_synchronize blocks the host until it has passed.
+   * NULL members: see the fbx_backend_event_* helpers (a synchronous
+   * backend needs none). */
+  fbx_status *(*event_create)(fbx_backend *be, fbx_backend_event **out);
+  void (*event_destroy)(fbx_backend *be, fbx_backend_event *ev);
+  fbx_status *(*event_record)(fbx_backend *be, fbx_backend_event *ev);
+  fbx_status *(*event_wait)(fbx_backend *be, fbx_backend_event *ev);
+  fbx_status *(*event_synchronize)(fbx_backend *be, fbx_backend_event *ev);
+
+  /* ---- optional: capability ---- */
+
+  /* Whether this device runs node with these inputs/outputs. Tensors carry
+   * dtype and rank; dims may be FBX_IR_DIM_DYNAMIC and data is NULL (asked at
+   * claim time, before any run). On false, writes a one-line reason (without
+   * the device name: the caller prefixes it) into reason[0..cap). NULL:
+   * every IR node is supported. */
+  bool (*supports)(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
+                   const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap);
 } fbx_backend_vtable;
 
 struct fbx_backend {
   const fbx_backend_vtable *vt;
   void *ctx;
 };
+
+/* ---- helpers: the optional members with their fallbacks ---- */
+
+/* The description of buffer type t (filled in as fbx_buft_info says). */
+fbx_buft_info fbx_backend_buft_info(const fbx_backend *be, fbx_buft t);
+/* Host staging buffers (t: FBX_BUFT_HOST_PINNED or FBX_BUFT_HOST). */
+fbx_status *fbx_backend_host_alloc(fbx_backend *be, fbx_buft t, size_t bytes, void **out);
+void fbx_backend_host_free(fbx_backend *be, fbx_buft t, void *p);
+/* Enqueued copies (synchronous where the backend has no async member). */
+fbx_status *fbx_backend_copy_from_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes);
+fbx_status *fbx_backend_copy_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes);
+fbx_status *fbx_backend_synchronize(fbx_backend *be);
+/* Events; without event members create gives a NULL event, record and wait do
+ * nothing, and event_synchronize is synchronize (correct for any in-order
+ * queue, only coarser). */
+fbx_status *fbx_backend_event_create(fbx_backend *be, fbx_backend_event **out);
+void fbx_backend_event_destroy(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_backend_event_record(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_backend_event_wait(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_backend_event_synchronize(fbx_backend *be, fbx_backend_event *ev);
+/* supports() with its default (true) and a reason of "<device>: <why>". */
+bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
+                          const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap);
 
 /* Whether this backend has a kernel for this node configuration (dtype etc.);
  * used by the IR executor to pick the eager/CPU fallback. */
@@ -91,6 +212,29 @@ typedef struct fbx_cpu_options {
 } fbx_cpu_options;
 
 fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out);
+
+/* ---- the opaque test backend (backend/opaque/) ----
+ * The CPU kernels behind DEVICE buffers the host cannot dereference (tagged
+ * handles: a load or store through one faults), with copies only through the
+ * table, async copies, events and supports(). It exercises every
+ * !host_visible path of the engine on a machine without a GPU. Test aid:
+ * selected in the EP by FUSEBOX_TEST_BACKEND=opaque. */
+typedef struct fbx_opaque_stats {
+  int64_t allocs, frees;          /* buffer_alloc / buffer_free calls */
+  int64_t syncs;                  /* synchronize + event_synchronize + synchronous copy_to_host calls */
+  int64_t h2d, d2h, d2d;          /* copies by direction (sync and async) */
+  int64_t launches;               /* run_node calls */
+} fbx_opaque_stats;
+
+typedef struct fbx_opaque_options {
+  int threads;                    /* the CPU kernels' pool; 0 = all cores */
+  int decline_op;                 /* an fbx_ir_op supports() refuses (tests of the claim path); -1 = none */
+} fbx_opaque_options;
+
+fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend **out);
+/* Counters since creation; false when be is not an opaque backend. */
+bool fbx_opaque_backend_stats(const fbx_backend *be, fbx_opaque_stats *out);
+
 /* Convenience: destroy any backend (NULL is fine). */
 void fbx_backend_destroy(fbx_backend *be);
 

@@ -8,6 +8,7 @@
 #include "../onnx/onnx_rank.h"
 #include "../onnx/onnx_registry.h"
 #include "ep_graph.h"
+#include "ep_supports.h"
 
 #define FBX_REASON_SIZE 192
 #define FBX_MIN_GROUP_NODES 1   /* claim everything claimable */
@@ -91,6 +92,8 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
   for (int i = 0; i < n; i++) {
     char *r = reasons + (size_t)i * FBX_REASON_SIZE;
     claimed[i] = fbx_onnx_node_claimable(g, i, r, FBX_REASON_SIZE);
+    /* the registry says what Fusebox can translate; the device says what it runs */
+    if (claimed[i]) claimed[i] = fbx_ep_backend_supports_node(ep->backend, g, i, r, FBX_REASON_SIZE);
     if (!claimed[i] && !r[0]) snprintf(r, FBX_REASON_SIZE, "not supported");
   }
   int n_groups = 0;

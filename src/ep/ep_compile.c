@@ -58,7 +58,8 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
   if (st) goto fail_k;
   fbx_trace_session_copy_wrap(ep->trace, d.n_init, d.init_bytes);
 
-  fbx_ir_compile_options copt = {.compile = ep->opt.compile, .cache_limit = ep->opt.cache_limit};
+  fbx_ir_compile_options copt = {.compile = ep->opt.compile, .cache_limit = ep->opt.cache_limit,
+                                 .host = ep->host_backend};
   st = fbx_ir_compiled_create(ir, ep->backend, &copt, k->name, &k->compiled); /* takes ir */
   ir = NULL;
   uint64_t t2 = fbx_trace_now_ns();

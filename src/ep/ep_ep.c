@@ -1,4 +1,6 @@
 /* The OrtEp: one per session. Owns the backend and the trace session. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,6 +35,28 @@ fbx_status *fbx_ep_options_from_session(const OrtSessionOptions *so, fbx_ep_opti
   return st;
 }
 
+/* The session's backend. FUSEBOX_TEST_BACKEND (a test aid, see README) swaps
+ * the CPU backend for the opaque one, whose buffers the host cannot read:
+ * "opaque", or "opaque:decline=<IR op>" to have its supports() refuse an op. */
+static fbx_status *create_backend(const fbx_ep_options *opt, fbx_backend **out) {
+  *out = NULL;
+  const char *tb = getenv("FUSEBOX_TEST_BACKEND");
+  if (!tb || !tb[0] || strcmp(tb, "cpu") == 0) {
+    fbx_cpu_options copt = {.threads = opt->threads};
+    return fbx_cpu_backend_create(&copt, out);
+  }
+  if (strncmp(tb, "opaque", 6) != 0 || (tb[6] && strncmp(tb + 6, ":decline=", 9) != 0))
+    return FBX_ERR_ARG("Fusebox: bad FUSEBOX_TEST_BACKEND '%s' (accepted: cpu, opaque, opaque:decline=<IR op>)", tb);
+  fbx_opaque_options oo = {.threads = opt->threads, .decline_op = -1};
+  if (tb[6]) {
+    const char *op = tb + 15;
+    for (int i = 0; i < FBX_IR_OP_COUNT && oo.decline_op < 0; i++)
+      if (strcasecmp(op, fbx_ir_op_name((fbx_ir_op)i)) == 0) oo.decline_op = i;
+    if (oo.decline_op < 0) return FBX_ERR_ARG("Fusebox: FUSEBOX_TEST_BACKEND: unknown IR op '%s'", op);
+  }
+  return fbx_opaque_backend_create(&oo, out);
+}
+
 fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const OrtLogger *logger,
                           fbx_ep **out) {
   *out = NULL;
@@ -43,9 +67,13 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const 
   ep->factory = f;
   ep->opt = opt;
   ep->logger = logger;
-  fbx_cpu_options copt = {.threads = opt.threads};
-  fbx_status *st = fbx_cpu_backend_create(&copt, &ep->backend);
+  fbx_status *st = create_backend(&opt, &ep->backend);
+  if (!st && !ep->backend->vt->host_visible) { /* plan-time host work: folding, shape data */
+    fbx_cpu_options hopt = {.threads = 1};
+    st = fbx_cpu_backend_create(&hopt, &ep->host_backend);
+  }
   if (st) {
+    fbx_backend_destroy(ep->backend);
     fbx_free(ep);
     return st;
   }
@@ -67,5 +95,6 @@ void fbx_ep_destroy(fbx_ep *ep) {
   if (!ep) return;
   fbx_trace_session_destroy(ep->trace); /* prints the summary when tracing is on */
   fbx_backend_destroy(ep->backend);
+  fbx_backend_destroy(ep->host_backend);
   fbx_free(ep);
 }

@@ -62,6 +62,7 @@ typedef struct fbx_ep {
   fbx_ep_factory *factory;
   fbx_ep_options opt;
   fbx_backend *backend;       /* owned; one per OrtEp */
+  fbx_backend *host_backend;  /* owned; host CPU backend for plan-time work when backend is not host-visible; or NULL */
   fbx_trace_session *trace;   /* owned; NULL when tracing is off */
   const OrtLogger *logger;
   int n_compiled;             /* fused subgraphs compiled so far (names) */

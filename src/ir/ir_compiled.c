@@ -13,6 +13,7 @@
 struct fbx_ir_compiled {
   fbx_ir_graph *g;
   fbx_backend *be;
+  fbx_backend *host;           /* host-visible: be itself, else opt.host (may be NULL) */
   fbx_ir_compile_options opt;
   char *name;
   void **const_buf;            /* per value id: backend copy of an original constant (non-host-visible) */
@@ -20,6 +21,8 @@ struct fbx_ir_compiled {
   pthread_mutex_t mu;
   bool decoder;
   fbx__ir_plan **plans; int n_plans;
+  fbx__ir_plan *eager;         /* the eager plan, built on the first eager run and kept: it depends on
+                                  no shape, and keeping it keeps its buffers (no allocation per run) */
   uint64_t tick;
   char *seen[FBX_IR_PATH_COUNT][FBX__IR_SEEN_MAX];
   int n_seen[FBX_IR_PATH_COUNT], seen_next[FBX_IR_PATH_COUNT];
@@ -88,6 +91,10 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
     fbx_ir_graph_destroy(g);
     return FBX_ERR_ARG("fbx_ir_compiled_create: graph, backend and out are required");
   }
+  if (opt && opt->host && (!opt->host->vt || !opt->host->vt->host_visible)) {
+    fbx_ir_graph_destroy(g);
+    return FBX_ERR_ARG("fbx_ir_compiled_create: the host backend must be host-visible");
+  }
   fbx_ir_compiled *c = fbx_calloc(1, sizeof(*c));
   if (!c) {
     fbx_ir_graph_destroy(g);
@@ -95,6 +102,7 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
   }
   c->g = g;
   c->be = be;
+  c->host = be->vt->host_visible ? be : opt ? opt->host : NULL;
   c->opt.compile = opt ? opt->compile : true;
   c->opt.cache_limit = opt && opt->cache_limit >= 1 ? opt->cache_limit : 8;
   c->name = fbx_strdup(name ? name : "subgraph");
@@ -130,6 +138,7 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
       fbx_ir_compiled_destroy(c);
       return st;
     }
+    c->prep->folds = c->host != NULL;
     fbx__ir_prep_cache_eager(c->prep);
   }
   *out = c;
@@ -139,6 +148,7 @@ fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be, const fbx_i
 void fbx_ir_compiled_destroy(fbx_ir_compiled *c) {
   if (!c) return;
   for (int i = 0; i < c->n_plans; i++) fbx__ir_plan_destroy(c->plans[i]);
+  fbx__ir_plan_destroy(c->eager);
   fbx__ir_prep_cache_destroy(c->prep); /* after the plans that borrow its states */
   for (int v = 0; v < c->g->n_values; v++)
     if (c->const_buf[v]) c->be->vt->buffer_free(c->be, c->const_buf[v]);
@@ -229,12 +239,11 @@ static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_t
 
 static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
                                      fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
-  fbx__ir_plan_opts o = {0};
-  fbx__ir_plan *p;
-  FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &p));
-  fbx_status *st = fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, report);
-  fbx__ir_plan_destroy(p);
-  return st;
+  if (!c->eager) { /* no folding, fusion or preparation: nothing in it depends on the inputs */
+    fbx__ir_plan_opts o = {.host = c->host};
+    FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &c->eager));
+  }
+  return fbx__ir_plan_run(c->eager, inputs, n_inputs, output_fn, output_ctx, report);
 }
 
 static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
@@ -255,7 +264,7 @@ static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inpu
     /* a rebuild of a key compiled before (evicted) is a RETRACE */
     r->cache = fbx__ir_seen_has(c, path, r->shape_key) ? FBX_IR_CACHE_RETRACE : FBX_IR_CACHE_MISS;
     uint64_t t0 = fbx_trace_now_ns();
-    fbx__ir_plan_opts o = {.fold = c->be->vt->host_visible, .fold_shapes = !decode, .fuse = true,
+    fbx__ir_plan_opts o = {.host = c->host, .fold = c->host != NULL, .fold_shapes = !decode, .fuse = true,
                            .prepare = true, .reuse_slots = true};
     fbx_status *st = fbx__ir_plan_build(c->g, c->be, c->const_buf, c->prep, &o, inputs, n_inputs, &p);
     uint64_t t1 = fbx_trace_now_ns();

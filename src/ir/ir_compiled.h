@@ -6,12 +6,16 @@
  *   prefill : decoder graph, query length > 1 -> plan keyed by input shapes
  *   general : any other graph -> plan keyed by input shapes
  *   eager   : compile off, or compiling failed -> interpret the graph node by
- *             node, no folding, no fusion; always correct
+ *             node, no folding, no fusion; always correct (one plan, kept:
+ *             one buffer per value, grown geometrically, none per run)
  *
  * A plan is the graph after constant folding (shape-dependent folding only on
  * the shape-keyed paths), elementwise fusion and buffer-slot assignment. Shape
- * inference runs per node at every run (cheap); buffers grow geometrically so
- * the steady state allocates nothing. The cache is an LRU bounded by
+ * inference runs per node at every run, on the host (cheap); buffers grow
+ * geometrically so the steady state allocates nothing. On a backend that is
+ * not host-visible, steps whose results shape inference needs as data run on
+ * the host backend (see fbx_ir_compile_options.host), so a run synchronises
+ * with the device once, at the end. The cache is an LRU bounded by
  * cache_limit entries per compiled subgraph. */
 #ifndef FBX_IR_COMPILED_H
 #define FBX_IR_COMPILED_H
@@ -38,6 +42,13 @@ const char *fbx_ir_cache_event_name(fbx_ir_cache_event e); /* "HIT", ... */
 typedef struct fbx_ir_compile_options {
   bool compile;          /* false: always eager */
   int cache_limit;       /* max cached plans per subgraph (>= 1) */
+  /* A host-visible backend for plan-time host work when the backend is not
+   * host-visible: constant folding (folded on the host, then uploaded) and
+   * shape-data steps (Shape/Gather/Concat/... chains evaluated on the host
+   * at run time, so no device read-back). Borrowed, must outlive the
+   * compiled object. NULL: the backend itself when host-visible; otherwise
+   * no folding, and shape data is read back from the device (a sync each). */
+  fbx_backend *host;
 } fbx_ir_compile_options;
 
 /* Per-run facts for the tracer. Times in nanoseconds. */
@@ -50,13 +61,18 @@ typedef struct fbx_ir_run_report {
   uint64_t copy_ns;           /* output copies */
   int64_t wrap_count, wrap_bytes;       /* inputs used in place */
   int64_t copyout_count, copyout_bytes; /* outputs copied (not written in place) */
+  int64_t allocs;             /* buffers allocated by the run itself (device buffers, host staging);
+                                 0 in the steady state; plan building on MISS is not counted */
+  int64_t host_syncs;         /* times the host waited for the device: synchronize calls and
+                                 shape-data read-backs; 1 per run when no read-back is needed */
   bool fell_back;             /* compile failed -> eager */
   char fallback_reason[160];
 } fbx_ir_run_report;
 
 /* Output binding: called once per graph output, after its shape is known and
- * before any kernel writes it. Return a host-visible buffer of
- * numel*dtype_size bytes (the executor writes there in place or copies). */
+ * before any kernel writes it. Return a host buffer of numel*dtype_size bytes:
+ * a host-visible backend writes there in place; otherwise the output is
+ * copied there once, through the backend, before the run returns. */
 typedef fbx_status *(*fbx_ir_output_fn)(void *ctx, int output_index, const fbx_tensor *shape,
                                         void **data);
 

@@ -1,7 +1,14 @@
 /* The executor: runs a plan's steps on the backend. Per step: gather input
- * tensors, infer output shapes, bind outputs (slot memory, or the caller's
- * output buffer for graph outputs: zero-copy), run the kernel. Graph outputs
- * that are inputs/constants/duplicates are copied at the end. */
+ * tensors, infer output shapes (on the host), bind outputs (slot memory, or
+ * the caller's output buffer for graph outputs: zero-copy), enqueue the
+ * kernel. Graph outputs that were not written in place are copied at the end,
+ * then the run synchronises with the device once.
+ *
+ * Host-visible backends read inputs in place and write outputs in place. On
+ * the others, inputs that device steps read are uploaded, shape-data steps
+ * run on the host backend (ir_plan.c, fbx__ir_plan_host_steps), and outputs
+ * are copied once through the backend. Every buffer is plan-owned and grows
+ * geometrically: the steady state allocates nothing (counted per run). */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,8 +19,10 @@
 /* Checked (base/checked.h): inputs are validated at run entry, outputs by shape inference. */
 static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbytes(t); }
 
-/* Grow a backend buffer geometrically (x1.5, 64-byte rounded); contents are dead. */
-static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, size_t need) {
+/* Grow a backend buffer geometrically (x1.5, 64-byte rounded); contents are
+ * dead. Counted in the run's allocations. */
+static fbx_status *fbx__ir_buf_ensure(fbx__ir_plan *p, void **ptr, size_t *cap, size_t need) {
+  fbx_backend *be = p->be;
   if (*ptr && *cap >= need) return NULL;
   size_t nc = *cap + *cap / 2;
   if (nc < need) nc = need;
@@ -22,9 +31,30 @@ static fbx_status *fbx__ir_buf_ensure(fbx_backend *be, void **ptr, size_t *cap, 
   if (*ptr) be->vt->buffer_free(be, *ptr);
   *ptr = NULL;
   *cap = 0;
+  p->run_allocs++;
   FBX_TRY(be->vt->buffer_alloc(be, nc, ptr));
   *cap = nc;
   return NULL;
+}
+
+/* The same for the plan-owned host buffer of value v (host steps, read-backs). */
+static fbx_status *fbx__ir_host_ensure(fbx__ir_plan *p, int v, size_t need) {
+  if (p->host_ptr[v] && p->host_cap[v] >= need) return NULL;
+  size_t nc = p->host_cap[v] + p->host_cap[v] / 2;
+  if (nc < need) nc = need;
+  if (nc < 64) nc = 64;
+  nc = (nc + 63) & ~(size_t)63;
+  fbx_free_aligned(p->host_ptr[v]);
+  p->host_cap[v] = 0;
+  p->run_allocs++;
+  if (!(p->host_ptr[v] = fbx_malloc_aligned(nc))) return FBX_ERR_OOM();
+  p->host_cap[v] = nc;
+  return NULL;
+}
+
+static fbx_status *fbx__ir_sync(fbx__ir_plan *p) {
+  p->run_syncs++;
+  return fbx_backend_synchronize(p->be);
 }
 
 /* The trace site of plan node nid (its constant span text, interned in the
@@ -35,8 +65,9 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op && n->onnx_op[0] ? n->onnx_op : "op";
   const char *fast = p->fast_names[nid];
   char fast_span[512], suffix[512];
+  const fbx_backend *where = p->host_step && p->host_step[nid] ? p->host : p->be; /* host steps: the host's name */
   fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .node_id = nid,
-                              .device = p->be->vt->name ? p->be->vt->name : "cpu"};
+                              .device = where->vt->name ? where->vt->name : "cpu"};
   if (fast && n->op == FBX_IR_OP_FUSED_EW) { /* "Add+Mul+Tanh [fast]", one fused elementwise kernel */
     d.fast_span = fast;
     d.fast_kernel = "ew_fused";
@@ -73,14 +104,62 @@ static void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, i
   fbx_trace_op(fbx__ir_trace_site(p, nid), t0, t1, &r);
 }
 
-/* Host copy of a shape-data input produced on a non-host-visible backend. */
-static fbx_status *fbx__ir_host_view(fbx_backend *be, fbx_tensor *t, void **tmp) {
+/* Host copy of shape-data input value v when no host backend computed it:
+ * read back from the device (waits for the queue: counted as a sync). */
+static fbx_status *fbx__ir_read_back(fbx__ir_plan *p, int v) {
+  const fbx_tensor *t = &p->rt[v];
   size_t b = fbx__ir_tensor_bytes(t);
-  *tmp = fbx_malloc(b ? b : 1);
-  if (!*tmp) return FBX_ERR_OOM();
-  if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
-  FBX_TRY(be->vt->copy_to_host(be, *tmp, t->data, b));
-  t->data = *tmp;
+  FBX_TRY(fbx__ir_host_ensure(p, v, b));
+  p->run_syncs++;
+  if (b) FBX_TRY(p->be->vt->copy_to_host(p->be, p->host_ptr[v], t->data, b));
+  p->hdata[v] = p->host_ptr[v];
+  return NULL;
+}
+
+/* One step on the host backend (non-host-visible engines): inputs are host
+ * copies (SHAPE reads only its input's shape), outputs go to plan-owned host
+ * buffers and, where a device step reads them, are uploaded to their slot. */
+static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clock) {
+  fbx_ir_graph *g = p->g;
+  const fbx_ir_node *n = &g->nodes[nid];
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+  for (int i = 0; i < n->n_inputs; i++) {
+    int v = n->inputs[i];
+    if (v == FBX_IR_NONE) {
+      memset(&in[i], 0, sizeof in[i]);
+      in[i].rank = -1;
+      continue;
+    }
+    in[i] = p->rt[v];
+    /* a device result (an op too heavy for the host) is read back; SHAPE needs none */
+    if (!p->hdata[v] && n->op != FBX_IR_OP_SHAPE) FBX_TRY(fbx__ir_read_back(p, v));
+    in[i].data = p->hdata[v];
+  }
+  memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
+  FBX_TRY(fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs));
+  for (int o = 0; o < n->n_outputs; o++) {
+    int v = n->outputs[o];
+    FBX_TRY(fbx__ir_host_ensure(p, v, fbx__ir_tensor_bytes(&out[o])));
+    out[o].data = p->hdata[v] = p->host_ptr[v];
+  }
+  fbx_kernel_info info = {0};
+  FBX_TRY(p->host->vt->run_node(p->host, n, NULL, in, n->n_inputs, out, n->n_outputs, clock ? &info : NULL));
+  if (clock) {
+    uint64_t t1 = fbx_trace_now_ns();
+    fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &info, *clock, t1);
+    *clock = t1;
+  }
+  for (int o = 0; o < n->n_outputs; o++) {
+    int v = n->outputs[o];
+    p->rt[v] = out[o];
+    p->rt[v].data = NULL;
+    if (!p->need_dev[v]) continue;
+    int s = p->slot_of[v];
+    size_t b = fbx__ir_tensor_bytes(&out[o]);
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], b));
+    p->rt[v].data = p->slot_ptr[s];
+    FBX_TRY(fbx_backend_copy_from_host_async(p->be, p->slot_ptr[s], out[o].data, b));
+  }
   return NULL;
 }
 
@@ -92,12 +171,10 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
                                     uint64_t *clock) {
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
+  if (p->host_step && p->host_step[nid]) return fbx__ir_run_host_step(p, nid, clock);
   const fbx_ir_node *n = &g->nodes[nid];
   fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
-  void *tmp[FBX_IR_MAX_INPUTS];
-  int n_tmp = 0;
-  unsigned data_mask = fbx_ir_op_shape_data_inputs(n->op);
-  fbx_status *st = NULL;
+  unsigned data_mask = p->hdata ? fbx_ir_op_shape_data_inputs(n->op) : 0;
   for (int i = 0; i < n->n_inputs; i++) {
     int v = n->inputs[i];
     if (v == FBX_IR_NONE) {
@@ -106,13 +183,14 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
       continue;
     }
     in[i] = p->rt[v];
-    if (!be->vt->host_visible && ((data_mask >> i) & 1u) && g->values[v].kind == FBX_IR_VALUE_NODE) {
-      if ((st = fbx__ir_host_view(be, &in[i], &tmp[n_tmp++]))) goto done;
+    if ((data_mask >> i) & 1u) { /* shape inference reads the host copy */
+      if (!p->hdata[v]) FBX_TRY(fbx__ir_read_back(p, v));
+      in[i].data = p->hdata[v];
     }
   }
   memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
-  if ((st = fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs))) goto done;
-  if (!be->vt->host_visible) /* kernels read device memory, not our host views */
+  FBX_TRY(fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs));
+  if (data_mask) /* kernels read device memory, not our host copies */
     for (int i = 0; i < n->n_inputs; i++)
       if (n->inputs[i] != FBX_IR_NONE) in[i].data = p->rt[n->inputs[i]].data;
   for (int o = 0; o < n->n_outputs; o++) {
@@ -120,34 +198,31 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
     size_t need = fbx__ir_tensor_bytes(&out[o]);
     if (p->direct_out[v]) {
       void *d = NULL;
-      if ((st = output_fn(output_ctx, p->out_pos[v], &out[o], &d))) goto done;
-      if (!d && need) {
-        st = FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
-        goto done;
-      }
+      FBX_TRY(output_fn(output_ctx, p->out_pos[v], &out[o], &d));
+      if (!d && need) return FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
       out[o].data = d;
     } else {
       int s = p->slot_of[v];
-      if ((st = fbx__ir_buf_ensure(be, &p->slot_ptr[s], &p->slot_cap[s], need))) goto done;
+      FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], need));
       out[o].data = p->slot_ptr[s];
     }
     p->rt[v] = out[o];
+    if (p->hdata) p->hdata[v] = NULL; /* device result: no host copy (yet) */
   }
   fbx_kernel_info info = {0};
   if (clock) {
-    st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);
+    fbx_status *st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);
     uint64_t t1 = fbx_trace_now_ns();
     if (!st) fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &info, *clock, t1);
     *clock = t1;
-  } else {
-    st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
+    return st;
   }
-done:
-  for (int i = 0; i < n_tmp; i++) fbx_free(tmp[i]);
-  return st;
+  return be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
 }
 
-/* Copy one graph output that was not written in place. */
+/* Copy one graph output that was not written in place: from its host copy
+ * (host-visible memory, a graph input, a constant, a host step), else
+ * enqueued from the device (complete at the run's synchronize). */
 static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
                                     fbx_ir_run_report *report) {
   fbx_ir_graph *g = p->g;
@@ -159,10 +234,9 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
   size_t b = fbx__ir_tensor_bytes(t);
   if (!b) return NULL;
   if (!d) return FBX_ERR("output %d: output_fn returned no buffer", pos);
-  bool src_is_host = g->values[v].kind == FBX_IR_VALUE_INPUT || be->vt->host_visible ||
-                     (p->direct_out[v] && p->out_pos[v] != pos);
-  if (src_is_host) memcpy(d, t->data, b);
-  else FBX_TRY(be->vt->copy_to_host(be, d, t->data, b));
+  const void *host_src = be->vt->host_visible ? t->data : p->hdata[v];
+  if (host_src) memcpy(d, host_src, b);
+  else FBX_TRY(fbx_backend_copy_to_host_async(be, d, t->data, b));
   if (report) {
     report->copyout_count++;
     report->copyout_bytes += (int64_t)b;
@@ -170,50 +244,77 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
   return NULL;
 }
 
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
-                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+/* Bind the run's inputs: host-visible engines read them in place; others
+ * keep the caller's pointer as the host copy and upload the inputs that
+ * device steps read. */
+static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+                                       fbx_ir_run_report *report) {
   fbx_ir_graph *g = p->g;
-  fbx_backend *be = p->be;
-  bool tracing = fbx_trace_enabled();
   for (int i = 0; i < g->n_inputs && i < n_inputs; i++) {
     int v = g->inputs[i];
     p->rt[v] = inputs[i];
     size_t b = fbx__ir_tensor_bytes(&inputs[i]);
-    if (be->vt->host_visible) {
+    if (p->be->vt->host_visible) {
       if (report) {
         report->wrap_count++;
         report->wrap_bytes += (int64_t)b;
       }
-    } else {
-      FBX_TRY(fbx__ir_buf_ensure(be, &p->in_buf[i], &p->in_cap[i], b));
-      if (b) FBX_TRY(be->vt->copy_from_host(be, p->in_buf[i], inputs[i].data, b));
-      p->rt[v].data = p->in_buf[i];
+      continue;
     }
+    p->hdata[v] = inputs[i].data;
+    p->rt[v].data = NULL;
+    if (!p->in_dev[i]) continue;
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->in_buf[i], &p->in_cap[i], b));
+    FBX_TRY(fbx_backend_copy_from_host_async(p->be, p->in_buf[i], inputs[i].data, b));
+    p->rt[v].data = p->in_buf[i];
   }
+  return NULL;
+}
+
+/* Steps, output copies and the run's one synchronisation (after the copies
+ * when the outputs come from the device: they are part of what it waits for). */
+static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+                                     fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  fbx_ir_graph *g = p->g;
+  fbx_backend *be = p->be;
+  bool tracing = fbx_trace_enabled();
+  FBX_TRY(fbx__ir_bind_inputs(p, inputs, n_inputs, report));
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
   uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
   for (int s = 0; s < p->n_steps; s++)
     FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing ? &clock : NULL));
-  if (be->vt->synchronize) FBX_TRY(be->vt->synchronize(be));
+  if (be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) {
     int v = g->outputs[pos];
     if (p->direct_out[v] && p->out_pos[v] == pos) continue;
-    if (!be->vt->host_visible && g->values[v].kind == FBX_IR_VALUE_INPUT) {
-      p->rt[v].data = inputs[g->values[v].input_index].data; /* copy from the caller's host buffer */
-    }
     FBX_TRY(fbx__ir_copy_out(p, pos, output_fn, output_ctx, report));
   }
+  if (!be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   if (report) {
     uint64_t t2 = fbx_trace_now_ns();
     report->eval_ns += t1 - t0;
     report->copy_ns += t2 - t1;
     if (tracing) {
-      /* device-inclusive eval (the CPU backend is synchronous, so host == device here) */
+      /* device-inclusive eval on a synchronous backend; on an asynchronous one the
+       * wait for the device falls in the copy phase, which follows the launches */
       fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
       fbx_trace_complete("fusebox.eval", "device", t0, t1, a, 2);
       if (t2 > t1) fbx_trace_complete("fusebox.copy", "ep.phase", t1, t2, NULL, 0);
     }
   }
   return NULL;
+}
+
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  p->run_allocs = p->run_syncs = 0;
+  fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
+  /* an error mid-run may leave work queued that reads our buffers: drain it */
+  if (st && !p->be->vt->host_visible) fbx_status_free(fbx__ir_sync(p));
+  if (report) {
+    report->allocs += p->run_allocs;
+    report->host_syncs += p->run_syncs;
+  }
+  return st;
 }

@@ -1,6 +1,7 @@
 /* Constant folding: a node whose inputs are all constants is evaluated once
- * at plan time through the (host-visible) backend and its outputs become
- * constants in the plan graph. On the shape-keyed paths SHAPE of a graph
+ * at plan time through a host-visible backend (the engine's, or the host
+ * backend of a device engine: the plan uploads the results) and its outputs
+ * become constants in the plan graph. On the shape-keyed paths SHAPE of a graph
  * input is folded too, which lets Shape->Gather->Concat->Reshape chains fold. */
 #include <string.h>
 
@@ -106,7 +107,7 @@ static bool fbx__ir_fold_shape_of_input(fbx_ir_graph *g, int nid, const fbx_tens
 
 fbx_status *fbx__ir_fold(fbx_ir_graph *g, fbx_backend *be, bool *dead, bool fold_shapes,
                          const fbx_tensor *inputs, int n_inputs) {
-  if (!be->vt->host_visible) return NULL;
+  if (!be->vt->host_visible) return NULL; /* be is the host backend here: never taken */
   for (int nid = 0; nid < g->n_nodes; nid++) {
     fbx_ir_node *n = &g->nodes[nid];
     if (dead[nid]) continue;

@@ -48,6 +48,8 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   if (p->in_buf)
     for (int i = 0; i < p->g->n_inputs; i++)
       if (p->in_buf[i]) be->vt->buffer_free(be, p->in_buf[i]);
+  if (p->host_ptr)
+    for (int v = 0; v < p->g->n_values; v++) fbx_free_aligned(p->host_ptr[v]);
   fbx_free(p->steps);
   fbx_free(p->states);
   fbx_free(p->prepared);
@@ -62,6 +64,12 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->rt);
   fbx_free(p->in_buf);
   fbx_free(p->in_cap);
+  fbx_free(p->host_step);
+  fbx_free(p->need_dev);
+  fbx_free(p->in_dev);
+  fbx_free(p->hdata);
+  fbx_free(p->host_ptr);
+  fbx_free(p->host_cap);
   if (p->owns_graph) fbx_ir_graph_destroy(p->g);
   fbx_free(p);
 }
@@ -79,6 +87,7 @@ static fbx_status *fbx__ir_plan_consts(fbx__ir_plan *p, const fbx_ir_graph *orig
     t->dtype = val->dtype;
     t->rank = val->rank;
     memcpy(t->dims, val->dims, sizeof t->dims);
+    if (p->hdata) p->hdata[v] = val->data; /* host steps read the graph's copy */
     bool original = v < orig->n_values && orig->values[v].kind == FBX_IR_VALUE_CONST;
     if (original && const_bufs && const_bufs[v]) {
       t->data = const_bufs[v];
@@ -107,11 +116,73 @@ static fbx_status *fbx__ir_plan_prepare(fbx__ir_plan *p, fbx__ir_prep_cache *pre
   fbx_status *st = NULL;
   for (int s = 0; s < p->n_steps && !st; s++) {
     int nid = p->steps[s];
+    if (p->host_step && p->host_step[nid]) continue; /* runs on the host backend, unprepared */
     if (fbx__ir_prep_cache_get(prep, g, nid, &p->states[nid])) continue;
     st = fbx__ir_node_prepare(be, g, nid, dev, &p->states[nid], &p->prepared[nid]);
   }
   fbx_free(dev);
   return st;
+}
+
+/* Ops cheap enough to run on the host when shape data needs them: the
+ * index and shape arithmetic of Shape/Gather/Concat/... chains. Anything
+ * else (a MatMul, a Conv) stays on the device even when its result is shape
+ * data: that result is read back at run time (one sync) rather than
+ * computed on the host. */
+static bool fbx__ir_host_op_ok(fbx_ir_op op) {
+  if (fbx_ir_op_class(op) != FBX_IR_CLASS_OTHER) return true; /* elementwise */
+  switch (op) {
+    case FBX_IR_OP_FUSED_EW: case FBX_IR_OP_SHAPE: case FBX_IR_OP_GATHER: case FBX_IR_OP_GATHER_ELEMENTS:
+    case FBX_IR_OP_CONCAT: case FBX_IR_OP_SPLIT: case FBX_IR_OP_SLICE: case FBX_IR_OP_RESHAPE: case FBX_IR_OP_SQUEEZE:
+    case FBX_IR_OP_UNSQUEEZE: case FBX_IR_OP_FLATTEN: case FBX_IR_OP_EXPAND: case FBX_IR_OP_TILE:
+    case FBX_IR_OP_RANGE: case FBX_IR_OP_CONSTANT_OF_SHAPE: case FBX_IR_OP_REDUCE_SUM: case FBX_IR_OP_REDUCE_PROD:
+    case FBX_IR_OP_REDUCE_MAX: case FBX_IR_OP_REDUCE_MIN: case FBX_IR_OP_CUMSUM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* Which steps run on the host (non-host-visible backends). Shape inference
+ * needs the values of shape-data inputs (fbx_ir_op_shape_data_inputs) on the
+ * host; rather than read them back from the device (a synchronisation per
+ * node), the steps producing them run on the host backend, and so,
+ * transitively, do the steps producing their inputs. The closure ends at
+ * graph inputs and constants, whose host copies exist, at SHAPE, which reads
+ * only its input's shape, or at an op not fbx__ir_host_op_ok, whose result
+ * is read back. Host results that device steps also read are uploaded
+ * (need_dev). Without a host backend nothing runs on the host and the
+ * executor reads shape data back. */
+static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
+  fbx_ir_graph *g = p->g;
+  if (p->host) {
+    bool *need_host = fbx_calloc((size_t)g->n_values + 1, sizeof(bool));
+    if (!need_host) return FBX_ERR_OOM();
+    for (int s = p->n_steps - 1; s >= 0; s--) { /* consumers before producers */
+      int nid = p->steps[s];
+      const fbx_ir_node *n = &g->nodes[nid];
+      bool host = false;
+      for (int o = 0; o < n->n_outputs; o++) host |= need_host[n->outputs[o]];
+      host = host && fbx__ir_host_op_ok(n->op);
+      p->host_step[nid] = host;
+      unsigned mask = fbx_ir_op_shape_data_inputs(n->op);
+      for (int i = 0; i < n->n_inputs; i++) {
+        int v = n->inputs[i];
+        if (v == FBX_IR_NONE) continue;
+        if (host ? n->op != FBX_IR_OP_SHAPE : ((mask >> i) & 1u) != 0) need_host[v] = true;
+      }
+    }
+    fbx_free(need_host);
+  }
+  for (int s = 0; s < p->n_steps; s++) {
+    int nid = p->steps[s];
+    if (p->host_step[nid]) continue;
+    const fbx_ir_node *n = &g->nodes[nid];
+    for (int i = 0; i < n->n_inputs; i++)
+      if (n->inputs[i] != FBX_IR_NONE) p->need_dev[n->inputs[i]] = true;
+  }
+  for (int i = 0; i < g->n_inputs; i++) p->in_dev[i] = p->need_dev[g->inputs[i]];
+  return NULL;
 }
 
 /* Liveness-based slot assignment. A value gets a slot unless it is written
@@ -142,7 +213,8 @@ static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
     const fbx_ir_node *n = &g->nodes[p->steps[s]];
     for (int o = 0; o < n->n_outputs; o++) {
       int v = n->outputs[o];
-      if (p->direct_out[v]) continue;
+      bool host_only = p->host_step && p->host_step[p->steps[s]] && !p->need_dev[v];
+      if (p->direct_out[v] || host_only) continue; /* no device buffer */
       p->slot_of[v] = reuse && n_free ? free_list[--n_free] : p->n_slots++;
     }
     if (!reuse) continue;
@@ -219,13 +291,27 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   }
   for (size_t v = 0; v < nv; v++) p->slot_of[v] = p->out_pos[v] = -1;
 
-  if (o->fold && (st = fbx__ir_fold(g, be, dead, o->fold_shapes, inputs, n_inputs))) goto fail;
+  if (!be->vt->host_visible) {
+    p->host = o->host;
+    p->host_step = fbx_calloc(nn, sizeof(bool));
+    p->need_dev = fbx_calloc(nv, sizeof(bool));
+    p->in_dev = fbx_calloc((size_t)g->n_inputs + 1, sizeof(bool));
+    p->hdata = fbx_calloc(nv, sizeof(void *));
+    p->host_ptr = fbx_calloc(nv, sizeof(void *));
+    p->host_cap = fbx_calloc(nv, sizeof(size_t));
+    if (!p->host_step || !p->need_dev || !p->in_dev || !p->hdata || !p->host_ptr || !p->host_cap) {
+      st = FBX_ERR_OOM();
+      goto fail;
+    }
+  }
+  if (o->fold && o->host && (st = fbx__ir_fold(g, o->host, dead, o->fold_shapes, inputs, n_inputs))) goto fail;
   if (o->fuse && (st = fbx__ir_fuse(g, dead, p->fast_names))) goto fail;
   if (o->fuse && (st = fbx__ir_fuse_epilogue(g, be, dead, p->fast_names, o->fold_shapes, inputs, n_inputs)))
     goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
   if (fbx_trace_enabled()) fbx__ir_plan_warn_composed(p);
+  if (p->host_step && (st = fbx__ir_plan_host_steps(p))) goto fail;
 
   for (int i = 0; i < g->n_outputs; i++) {
     int v = g->outputs[i];

@@ -10,7 +10,9 @@
 #include "../trace/trace.h"
 
 typedef struct fbx__ir_plan_opts {
-  bool fold;          /* constant folding (needs a host-visible backend) */
+  fbx_backend *host;  /* host-visible backend for folding and host steps: the backend itself when
+                         it is host-visible, else the compiled object's host backend or NULL */
+  bool fold;          /* constant folding (needs host) */
   bool fold_shapes;   /* also fold SHAPE of graph inputs (shape-keyed paths) */
   bool fuse;          /* elementwise fusion */
   bool prepare;       /* backend node_prepare for nodes with constant inputs */
@@ -35,6 +37,15 @@ typedef struct fbx__ir_plan {
   void **owned_const;                  /* per value id: backend copy owned by this plan (or NULL) */
   fbx_tensor *rt;                      /* per value id: run-time tensor (shape + data) */
   void **in_buf; size_t *in_cap;       /* per graph input: device copy when !host_visible */
+  /* Non-host-visible backends only (all NULL / false otherwise): */
+  fbx_backend *host;                   /* runs the host steps; NULL: shape data is read back instead */
+  bool *host_step;                     /* per node id: runs on host (its outputs are shape data, or feed some) */
+  bool *need_dev;                      /* per value id: some device step reads it (host values are uploaded) */
+  bool *in_dev;                        /* per graph input: uploaded (a device step reads it) */
+  void **hdata;                        /* per value id: host copy valid in this run (inputs, constants,
+                                          host-step outputs, read-backs), or NULL */
+  void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
+  int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
   /* cache bookkeeping (ir_compiled.c) */
   fbx_ir_path path;
   char key[256];
@@ -52,6 +63,7 @@ typedef struct fbx__ir_prep_cache {
   bool *done;                  /* per original node id: node_prepare ran (state may be NULL) */
   bool *failed;                /* per original node id: node_prepare failed (not retried) */
   int n_prepared;
+  bool folds;                  /* plans fold all-constant nodes (they need no shared state) */
   uint64_t eager_ns;           /* time of fbx__ir_prep_cache_eager */
 } fbx__ir_prep_cache;
 

@@ -113,9 +113,9 @@ void fbx__ir_prep_cache_eager(fbx__ir_prep_cache *pc) {
       if (g->values[v].kind == FBX_IR_VALUE_CONST) any_const = true;
       else any_run = true;
     }
-    /* all-constant nodes are folded by plans on host-visible backends:
-     * prepare those lazily, only if a plan keeps them as steps */
-    if (!any_const || (!any_run && pc->be->vt->host_visible)) continue;
+    /* all-constant nodes are folded by plans (on the host): prepare those
+     * lazily, only if a plan keeps them as steps */
+    if (!any_const || (!any_run && pc->folds)) continue;
     fbx_status *st = fbx__ir_prep_cache_fill(pc, nid);
     fbx_status_free(st); /* retried per plan, where the error is reported */
   }

@@ -3,6 +3,7 @@
  * every other op has its own kernel fbx_cpu_k_<OP>. */
 #include <cblas.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../base/checked.h"
 #include "cpu_internal.h"
@@ -100,6 +101,29 @@ static fbx_status *fbx__cpu_synchronize(fbx_backend *be) {
   return NULL;
 }
 
+/* Device memory is host RAM: what the machine has available. */
+static fbx_status *fbx__cpu_mem_info(fbx_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  (void)be;
+  long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), total = sysconf(_SC_PHYS_PAGES);
+  *free_bytes = page > 0 && avail > 0 ? (size_t)avail * (size_t)page : 0;
+  *total_bytes = page > 0 && total > 0 ? (size_t)total * (size_t)page : 0;
+  return NULL;
+}
+
+/* Work is complete when run_node returns: an event is a token that has
+ * always passed (one static object; nothing to allocate or free). */
+static char fbx__cpu_event_token;
+static fbx_status *fbx__cpu_event_create(fbx_backend *be, fbx_backend_event **out) {
+  (void)be;
+  *out = (fbx_backend_event *)&fbx__cpu_event_token;
+  return NULL;
+}
+static void fbx__cpu_event_destroy(fbx_backend *be, fbx_backend_event *ev) { (void)be, (void)ev; }
+static fbx_status *fbx__cpu_event_noop(fbx_backend *be, fbx_backend_event *ev) {
+  (void)be, (void)ev;
+  return NULL;
+}
+
 static size_t fbx__cpu_memory_in_use(fbx_backend *be) { return atomic_load(&fbx__cpu(be)->mem_in_use); }
 
 static void fbx__cpu_destroy(fbx_backend *be) {
@@ -135,6 +159,16 @@ static const fbx_backend_vtable fbx__cpu_vtable = {
     .memory_in_use = fbx__cpu_memory_in_use,
     .destroy = fbx__cpu_destroy,
     .supports_epilogue = fbx__cpu_supports_epilogue,
+    /* host RAM everywhere: buffer_alloc aligns to 64 bytes (fbx_malloc_aligned + a 64-byte header) */
+    .buft = {[FBX_BUFT_DEVICE] = {64, true}, [FBX_BUFT_HOST_PINNED] = {64, true}, [FBX_BUFT_HOST] = {64, true}},
+    .mem_info = fbx__cpu_mem_info,
+    .copy_from_host_async = fbx__cpu_copy, /* synchronous: done on return, which async allows */
+    .copy_to_host_async = fbx__cpu_copy,
+    .event_create = fbx__cpu_event_create,
+    .event_destroy = fbx__cpu_event_destroy,
+    .event_record = fbx__cpu_event_noop,
+    .event_wait = fbx__cpu_event_noop,
+    .event_synchronize = fbx__cpu_event_noop,
 };
 
 fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out) {

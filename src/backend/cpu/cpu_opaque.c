@@ -1,0 +1,344 @@
+/* The opaque test backend: the CPU kernels behind DEVICE buffers that the
+ * host cannot dereference, so that every !host_visible path of the engine
+ * runs (and fails loudly when wrong) on a machine without a GPU.
+ *
+ * A DEVICE buffer is a tagged handle: the real host address XOR a tag in the
+ * top 16 bits. x86-64 user addresses are below 2^47, so a handle is a
+ * non-canonical address and any load or store through it faults; pointer
+ * arithmetic inside a buffer still works (the low bits are the address), as
+ * with a device pointer. Only this file turns handles back into addresses:
+ * in the copies and in run_node/node_prepare before calling the CPU kernels.
+ * A host pointer where a handle belongs (or the reverse) is an error naming
+ * the node and the argument.
+ *
+ * Work runs synchronously, but device-to-host async copies are deferred to
+ * the next operation that touches the queue (in-order semantics are kept)
+ * and their host destination is poisoned until then, so a caller that reads
+ * an output before synchronize() reads garbage and a test sees it. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define FBX__OPQ_TAG ((uintptr_t)0xFB0EULL << 48)
+#define FBX__OPQ_MASK ((uintptr_t)0xFFFFULL << 48)
+#define FBX__OPQ_POISON 0xA5
+
+typedef struct fbx__opq_copy {
+  void *dst;        /* host */
+  const void *src;  /* real device address */
+  size_t bytes;
+} fbx__opq_copy;
+
+typedef struct fbx__opq_ctx {
+  pthread_mutex_t mu;          /* one queue shared by the session's subgraphs: every member runs under it */
+  fbx_backend *cpu;            /* owned: the kernels, buffers and memory accounting */
+  fbx_opaque_stats st;
+  int decline_op;
+  fbx__opq_copy *pending;      /* deferred device-to-host copies, in enqueue order */
+  int n_pending, cap_pending;
+} fbx__opq_ctx;
+
+struct fbx_backend_event {
+  int64_t recorded;            /* launches + copies enqueued when recorded */
+};
+
+static fbx__opq_ctx *fbx__opq(fbx_backend *be) { return be->ctx; }
+static bool fbx__opq_is_handle(const void *p) { return ((uintptr_t)p & FBX__OPQ_MASK) == FBX__OPQ_TAG; }
+static void *fbx__opq_handle(void *p) { return (void *)((uintptr_t)p ^ FBX__OPQ_TAG); }
+static void *fbx__opq_addr(const void *h) { return (void *)((uintptr_t)h ^ FBX__OPQ_TAG); }
+
+/* Run the deferred copies: before any later work (in-order queue) and at synchronize. */
+static void fbx__opq_flush(fbx__opq_ctx *c) {
+  for (int i = 0; i < c->n_pending; i++) memcpy(c->pending[i].dst, c->pending[i].src, c->pending[i].bytes);
+  c->n_pending = 0;
+}
+
+static fbx_status *fbx__opq_buffer_alloc_u(fbx_backend *be, size_t bytes, void **out) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  void *p = NULL;
+  *out = NULL;
+  FBX_TRY(c->cpu->vt->buffer_alloc(c->cpu, bytes, &p));
+  c->st.allocs++;
+  *out = fbx__opq_handle(p);
+  return NULL;
+}
+
+static void fbx__opq_buffer_free_u(fbx_backend *be, void *h) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!h) return;
+  FBX_ASSERT(fbx__opq_is_handle(h));
+  if (!fbx__opq_is_handle(h)) return; /* not ours: leaking beats freeing a foreign pointer */
+  fbx__opq_flush(c);
+  c->st.frees++;
+  c->cpu->vt->buffer_free(c->cpu, fbx__opq_addr(h));
+}
+
+static fbx_status *fbx__opq_check(const void *dev, const void *host, const char *what) {
+  if (dev && !fbx__opq_is_handle(dev))
+    return FBX_ERR("opaque: %s: device side %p is not a buffer of this backend", what, dev);
+  if (host && fbx__opq_is_handle(host)) return FBX_ERR("opaque: %s: host side %p is a device handle", what, host);
+  return NULL;
+}
+
+static fbx_status *fbx__opq_from_host_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!bytes) return NULL;
+  FBX_TRY(fbx__opq_check(dst, src, "copy_from_host"));
+  fbx__opq_flush(c);
+  c->st.h2d++;
+  memcpy(fbx__opq_addr(dst), src, bytes);
+  return NULL;
+}
+
+static fbx_status *fbx__opq_to_host_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!bytes) return NULL;
+  FBX_TRY(fbx__opq_check(src, dst, "copy_to_host"));
+  fbx__opq_flush(c);
+  c->st.d2h++;
+  c->st.syncs++; /* a synchronous read-back waits for the queue */
+  memcpy(dst, fbx__opq_addr(src), bytes);
+  return NULL;
+}
+
+static fbx_status *fbx__opq_to_host_async_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!bytes) return NULL;
+  FBX_TRY(fbx__opq_check(src, dst, "copy_to_host_async"));
+  if (c->n_pending == c->cap_pending) {
+    int nc = c->cap_pending ? c->cap_pending * 2 : 16;
+    fbx__opq_copy *np = fbx_realloc(c->pending, sizeof *np * (size_t)nc);
+    if (!np) return FBX_ERR_OOM();
+    c->pending = np;
+    c->cap_pending = nc;
+  }
+  c->st.d2h++;
+  memset(dst, FBX__OPQ_POISON, bytes); /* unreadable until synchronize */
+  c->pending[c->n_pending++] = (fbx__opq_copy){dst, fbx__opq_addr(src), bytes};
+  return NULL;
+}
+
+static fbx_status *fbx__opq_copy_device_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!bytes) return NULL;
+  if (!fbx__opq_is_handle(dst) || !fbx__opq_is_handle(src))
+    return FBX_ERR("opaque: copy_device: %p -> %p is not device-to-device", src, dst);
+  fbx__opq_flush(c);
+  c->st.d2d++;
+  memmove(fbx__opq_addr(dst), fbx__opq_addr(src), bytes);
+  return NULL;
+}
+
+/* Handles -> addresses for n tensors (what names the argument in errors). */
+static fbx_status *fbx__opq_unwrap(const fbx_ir_node *node, const char *what, const fbx_tensor *t, int n,
+                                   fbx_tensor *out) {
+  for (int i = 0; i < n; i++) {
+    out[i] = t[i];
+    if (!t[i].data) continue;
+    if (!fbx__opq_is_handle(t[i].data))
+      return FBX_ERR("opaque: %s %d of %s '%s' is host memory %p, not a device buffer", what, i,
+                     fbx_ir_op_name(node->op), node->name ? node->name : "", t[i].data);
+    out[i].data = fbx__opq_addr(t[i].data);
+  }
+  return NULL;
+}
+
+static fbx_status *fbx__opq_run_node_u(fbx_backend *be, const fbx_ir_node *node, void *state,
+                                     const fbx_tensor *inputs, int n_inputs, fbx_tensor *outputs, int n_outputs,
+                                     fbx_kernel_info *info) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+  if (n_inputs > FBX_IR_MAX_INPUTS || n_outputs > FBX_IR_MAX_OUTPUTS)
+    return FBX_ERR_ARG("opaque: %d inputs / %d outputs", n_inputs, n_outputs);
+  FBX_TRY(fbx__opq_unwrap(node, "input", inputs, n_inputs, in));
+  FBX_TRY(fbx__opq_unwrap(node, "output", outputs, n_outputs, out));
+  fbx__opq_flush(c);
+  c->st.launches++;
+  return c->cpu->vt->run_node(c->cpu, node, state, in, n_inputs, out, n_outputs, info);
+}
+
+static fbx_status *fbx__opq_node_prepare(fbx_backend *be, const fbx_ir_node *node,
+                                         const fbx_tensor *const *const_inputs, const fbx_tensor *inputs,
+                                         void **state) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  fbx_tensor in[FBX_IR_MAX_INPUTS];
+  *state = NULL;
+  if (!c->cpu->vt->node_prepare) return NULL;
+  if (node->n_inputs > FBX_IR_MAX_INPUTS) return FBX_ERR_ARG("opaque: %d inputs", node->n_inputs);
+  for (int i = 0; i < node->n_inputs; i++)
+    if (const_inputs[i]) FBX_TRY(fbx__opq_check(NULL, const_inputs[i]->data, "node_prepare constant"));
+  FBX_TRY(fbx__opq_unwrap(node, "prepared input", inputs, node->n_inputs, in));
+  return c->cpu->vt->node_prepare(c->cpu, node, const_inputs, in, state);
+}
+
+static void fbx__opq_node_release(fbx_backend *be, const fbx_ir_node *node, void *state) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (c->cpu->vt->node_release) c->cpu->vt->node_release(c->cpu, node, state);
+}
+
+static fbx_status *fbx__opq_synchronize_u(fbx_backend *be) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  fbx__opq_flush(c);
+  c->st.syncs++;
+  return NULL;
+}
+
+static size_t fbx__opq_memory_in_use(fbx_backend *be) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  return c->cpu->vt->memory_in_use(c->cpu);
+}
+
+static bool fbx__opq_supports_epilogue(fbx_backend *be, const fbx_ir_node *node) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  return c->cpu->vt->supports_epilogue && c->cpu->vt->supports_epilogue(c->cpu, node);
+}
+
+static fbx_status *fbx__opq_mem_info(fbx_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  return c->cpu->vt->mem_info(c->cpu, free_bytes, total_bytes);
+}
+
+static fbx_status *fbx__opq_event_create(fbx_backend *be, fbx_backend_event **out) {
+  *out = fbx_calloc(1, sizeof **out);
+  return *out ? NULL : FBX_ERR_OOM();
+}
+
+static void fbx__opq_event_destroy(fbx_backend *be, fbx_backend_event *ev) { fbx_free(ev); }
+
+static fbx_status *fbx__opq_event_record_u(fbx_backend *be, fbx_backend_event *ev) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  ev->recorded = c->st.launches + c->st.h2d + c->st.d2h + c->st.d2d;
+  return NULL;
+}
+
+/* ---- the table's entries: each runs its _u body under the queue's lock ---- */
+#define FBX__OPQ_LOCKED(be, call)                   \
+  do {                                              \
+    fbx__opq_ctx *c_ = fbx__opq(be);                \
+    pthread_mutex_lock(&c_->mu);                    \
+    fbx_status *st_ = (call);                       \
+    pthread_mutex_unlock(&c_->mu);                  \
+    return st_;                                     \
+  } while (0)
+
+static fbx_status *fbx__opq_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
+  FBX__OPQ_LOCKED(be, fbx__opq_buffer_alloc_u(be, bytes, out));
+}
+static void fbx__opq_buffer_free(fbx_backend *be, void *h) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  pthread_mutex_lock(&c->mu);
+  fbx__opq_buffer_free_u(be, h);
+  pthread_mutex_unlock(&c->mu);
+}
+static fbx_status *fbx__opq_from_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_from_host_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_to_host(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_to_host_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_to_host_async_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_copy_device(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_copy_device_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,
+                                     const fbx_tensor *inputs, int n_inputs, fbx_tensor *outputs, int n_outputs,
+                                     fbx_kernel_info *info) {
+  FBX__OPQ_LOCKED(be, fbx__opq_run_node_u(be, node, state, inputs, n_inputs, outputs, n_outputs, info));
+}
+static fbx_status *fbx__opq_synchronize(fbx_backend *be) { FBX__OPQ_LOCKED(be, fbx__opq_synchronize_u(be)); }
+static fbx_status *fbx__opq_event_record(fbx_backend *be, fbx_backend_event *ev) {
+  FBX__OPQ_LOCKED(be, fbx__opq_event_record_u(be, ev));
+}
+
+static fbx_status *fbx__opq_event_wait(fbx_backend *be, fbx_backend_event *ev) {
+  (void)be, (void)ev; /* one in-order queue: later work already follows the event */
+  return NULL;
+}
+
+static fbx_status *fbx__opq_event_synchronize(fbx_backend *be, fbx_backend_event *ev) {
+  (void)ev;
+  return fbx__opq_synchronize(be); /* coarser than needed, never wrong */
+}
+
+static bool fbx__opq_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
+                              const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if ((int)node->op != c->decline_op) return true;
+  snprintf(reason, cap, "%s has no kernel here (declined on request: FUSEBOX_TEST_BACKEND)", fbx_ir_op_name(node->op));
+  return false;
+}
+
+static void fbx__opq_destroy(fbx_backend *be) {
+  if (!be) return;
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (c) {
+    fbx_backend_destroy(c->cpu);
+    pthread_mutex_destroy(&c->mu);
+    fbx_free(c->pending);
+    fbx_free(c);
+  }
+  fbx_free(be);
+}
+
+static const fbx_backend_vtable fbx__opq_vtable = {
+    .name = "opaque",
+    .host_visible = false,
+    .buffer_alloc = fbx__opq_buffer_alloc,
+    .buffer_free = fbx__opq_buffer_free,
+    .copy_from_host = fbx__opq_from_host,
+    .copy_to_host = fbx__opq_to_host,
+    .copy_device = fbx__opq_copy_device,
+    .node_prepare = fbx__opq_node_prepare,
+    .node_release = fbx__opq_node_release,
+    .run_node = fbx__opq_run_node,
+    .synchronize = fbx__opq_synchronize,
+    .memory_in_use = fbx__opq_memory_in_use,
+    .destroy = fbx__opq_destroy,
+    .supports_epilogue = fbx__opq_supports_epilogue,
+    .buft = {[FBX_BUFT_DEVICE] = {64, false}, [FBX_BUFT_HOST_PINNED] = {64, true}, [FBX_BUFT_HOST] = {64, true}},
+    .mem_info = fbx__opq_mem_info,
+    .copy_from_host_async = fbx__opq_from_host, /* done on return (allowed): the host may reuse src at once */
+    .copy_to_host_async = fbx__opq_to_host_async,
+    .event_create = fbx__opq_event_create,
+    .event_destroy = fbx__opq_event_destroy,
+    .event_record = fbx__opq_event_record,
+    .event_wait = fbx__opq_event_wait,
+    .event_synchronize = fbx__opq_event_synchronize,
+    .supports = fbx__opq_supports,
+};
+
+fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend **out) {
+  *out = NULL;
+  fbx_backend *be = fbx_calloc(1, sizeof(*be));
+  fbx__opq_ctx *c = fbx_calloc(1, sizeof(*c));
+  if (!be || !c) {
+    fbx_free(be);
+    fbx_free(c);
+    return FBX_ERR_OOM();
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  be->vt = &fbx__opq_vtable;
+  be->ctx = c;
+  c->decline_op = opt ? opt->decline_op : -1;
+  fbx_cpu_options co = {.threads = opt ? opt->threads : 0};
+  fbx_status *st = fbx_cpu_backend_create(&co, &c->cpu);
+  if (st) {
+    fbx__opq_destroy(be);
+    return st;
+  }
+  *out = be;
+  return NULL;
+}
+
+bool fbx_opaque_backend_stats(const fbx_backend *be, fbx_opaque_stats *out) {
+  if (!be || be->vt != &fbx__opq_vtable) return false;
+  fbx__opq_ctx *c = be->ctx;
+  pthread_mutex_lock(&c->mu);
+  *out = c->st;
+  pthread_mutex_unlock(&c->mu);
+  return true;
+}
