@@ -164,6 +164,7 @@ static void group_add(groups *G, int c, int v, int *cluster_of) {
 
 /* Moves every member of h into c (bits, xanc, member list) and leaves h empty. */
 static void group_absorb(groups *G, int c, int h, int *cluster_of) {
+  if (!FBX_ASSERT(c != h && G->alias[c] == c && G->alias[h] == h)) return;
   word *cb = G->bits + (size_t)c * G->W, *hb = G->bits + (size_t)h * G->W;
   for (int w = 0; w < G->W; w++) cb[w] |= hb[w];
   if (G->xanc) {
@@ -182,6 +183,17 @@ static void group_absorb(groups *G, int c, int h, int *cluster_of) {
   G->size[h] = 0;
   G->head[h] = -1;
   G->alias[h] = c;
+}
+
+/* Is group c convex? (set_is_convex over its member list) */
+static bool group_is_convex(const dag *d, const groups *G, int c) {
+  const word *S = G->bits + (size_t)c * G->W;
+  for (int x = G->head[c]; x >= 0; x = G->next[x])
+    for (int j = d->pred_start[x]; j < d->pred_start[x + 1]; j++) {
+      int p = d->preds[j];
+      if (!bit_get(S, p) && bits_meet(d->anc + (size_t)p * G->W, S, G->W)) return false;
+    }
+  return true;
 }
 
 /* Can two disjoint convex groups a and b become one? Only a path from one to the other
@@ -344,6 +356,11 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
   /* fate of each group: 1 kept, FBX_ONNX_CLUSTER_OVER_LIMIT, or NONE (too small, merged away) */
   for (int c = 0; c < G.ng; c++) tmp2[c] = FBX_ONNX_CLUSTER_NONE;
   for (int i = 0; i < n_live; i++) tmp2[tmp[i]] = i < n_keep ? 1 : FBX_ONNX_CLUSTER_OVER_LIMIT;
+  /* Every step above keeps groups convex; were one not, ORT would drop every claim of
+   * the call, so in a release build such a group goes back to ORT instead. Cost: each
+   * claimed node's predecessors once, W words each. */
+  for (int i = 0; i < n_keep; i++)
+    if (!FBX_ASSERT(group_is_convex(&d, &G, tmp[i]))) tmp2[tmp[i]] = FBX_ONNX_CLUSTER_NONE;
   /* renumber the kept groups densely in order of first node */
   for (int c = 0; c < G.ng; c++) tmp[c] = -1;
   int out = 0;
