@@ -7,9 +7,9 @@
  * any path that leaves S and re-enters it is such a p).
  *
  * Memory: anc[v] is a bitset of v's ancestors, n*n/8 bytes (4 MiB for 5,800
- * nodes); groups are bitsets too, and so is each group's xanc (the ancestors of
- * its outside predecessors, for the merge pass). Everything is freed before
- * returning. */
+ * nodes); groups are bitsets too, and so are each group's outside predecessors
+ * and their ancestors (for the merge pass): about 4 * n*n/8 bytes at most.
+ * Everything is freed before returning. */
 #include "onnx_cluster.h"
 
 #include <stdint.h>
@@ -135,7 +135,10 @@ typedef struct groups {
   int W;          /* words per bitset */
   int ng;         /* group ids handed out (0..ng-1) */
   word *bits;     /* (n, W): members of each group */
-  word *xanc;     /* (ng, W), NULL until the merge pass: union of anc(p) over the outside direct predecessors p of each group */
+  /* For the merge pass (NULL before it), (ng, W) each, over the direct predecessors p
+   * of a group's members outside the group (kept as supersets across merges):
+   * xpred = those p, xanc = the union of their ancestors anc(p). */
+  word *xpred, *xanc;
   int *head;      /* first member, -1 when empty */
   int *next;      /* (n nodes): next member of the same group */
   int *size;
@@ -169,7 +172,11 @@ static void group_absorb(groups *G, int c, int h, int *cluster_of) {
   for (int w = 0; w < G->W; w++) cb[w] |= hb[w];
   if (G->xanc) {
     word *cx = G->xanc + (size_t)c * G->W, *hx = G->xanc + (size_t)h * G->W;
-    for (int w = 0; w < G->W; w++) cx[w] |= hx[w];
+    word *cp = G->xpred + (size_t)c * G->W, *hp = G->xpred + (size_t)h * G->W;
+    for (int w = 0; w < G->W; w++) {
+      cx[w] |= hx[w];
+      cp[w] |= hp[w];
+    }
   }
   int x = G->head[h];
   while (x >= 0) {
@@ -196,15 +203,18 @@ static bool group_is_convex(const dag *d, const groups *G, int c) {
   return true;
 }
 
-/* Can two disjoint convex groups a and b become one? Only a path from one to the other
- * through an outside node breaks it, and the last outside node of such a path is a
- * direct predecessor p of the second group whose ancestors meet the first. xanc holds
- * the union of those ancestors, so an empty meet answers at once; otherwise the
- * predecessors are walked (p inside the other group is no outside node). */
+/* Half of "may the disjoint convex groups from and to become one?": false when a path
+ * leads from `from` through an outside node into `to` (the other half swaps them).
+ * The last outside node of such a path is an outside predecessor p of `to` whose
+ * ancestors meet `from`. If xanc[to] misses `from`, there is none; if it meets `from`
+ * but no node of `from` is in xpred[to], such a p lies outside both (a recorded p
+ * inside `to` leads back, through `to`'s own entry, to one of these two cases); only
+ * when `from` feeds `to` directly are the predecessors walked. */
 static bool one_way_ok(const dag *d, const groups *G, int from, int to) {
   int W = G->W;
   const word *fb = G->bits + (size_t)from * W;
   if (!bits_meet(G->xanc + (size_t)to * W, fb, W)) return true;
+  if (!bits_meet(G->xpred + (size_t)to * W, fb, W)) return false;
   const word *tb = G->bits + (size_t)to * W;
   for (int x = G->head[to]; x >= 0; x = G->next[x])
     for (int j = d->pred_start[x]; j < d->pred_start[x + 1]; j++) {
@@ -317,9 +327,10 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
     if (chosen < 0) chosen = group_new(&G);
     group_add(&G, chosen, v, cluster_of);
   }
-  /* xanc of every group (the pass above merges through v and needs none) */
+  /* xpred and xanc of every group (the pass above merges through v and needs neither) */
+  G.xpred = fbx_calloc((size_t)(G.ng ? G.ng : 1) * (size_t)W, sizeof(word));
   G.xanc = fbx_calloc((size_t)(G.ng ? G.ng : 1) * (size_t)W, sizeof(word));
-  if (!G.xanc) {
+  if (!G.xpred || !G.xanc) {
     st = FBX_ERR_OOM();
     goto done;
   }
@@ -327,10 +338,11 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
     int c = cluster_of[v];
     if (c < 0) continue;
     const word *gb = G.bits + (size_t)c * W;
-    word *gx = G.xanc + (size_t)c * W;
+    word *gx = G.xanc + (size_t)c * W, *gp = G.xpred + (size_t)c * W;
     for (int j = d.pred_start[v]; j < d.pred_start[v + 1]; j++) {
       int p = d.preds[j];
       if (bit_get(gb, p)) continue;
+      bit_set(gp, p);
       const word *ap = d.anc + (size_t)p * W;
       for (int w = 0; w < W; w++) gx[w] |= ap[w];
     }
@@ -353,9 +365,10 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
     tmp[i] = tmp[best];
     tmp[best] = t;
   }
-  /* fate of each group: 1 kept, FBX_ONNX_CLUSTER_OVER_LIMIT, or NONE (too small, merged away) */
+  /* fate of each group (tmp2): KEPT, FBX_ONNX_CLUSTER_OVER_LIMIT, or NONE (too small, merged away) */
+  enum { KEPT = 1 };
   for (int c = 0; c < G.ng; c++) tmp2[c] = FBX_ONNX_CLUSTER_NONE;
-  for (int i = 0; i < n_live; i++) tmp2[tmp[i]] = i < n_keep ? 1 : FBX_ONNX_CLUSTER_OVER_LIMIT;
+  for (int i = 0; i < n_live; i++) tmp2[tmp[i]] = i < n_keep ? KEPT : FBX_ONNX_CLUSTER_OVER_LIMIT;
   /* Every step above keeps groups convex; were one not, ORT would drop every claim of
    * the call, so in a release build such a group goes back to ORT instead. Cost: each
    * claimed node's predecessors once, W words each. */
@@ -367,7 +380,7 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
   for (int v = 0; v < n; v++) {
     int c = cluster_of[v];
     if (c < 0) continue;
-    if (tmp2[c] != 1) {
+    if (tmp2[c] != KEPT) {
       cluster_of[v] = tmp2[c];
       continue;
     }
@@ -376,7 +389,7 @@ fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int m
   }
   *n_clusters = out;
 done:
-  fbx_free(G.bits); fbx_free(G.xanc); fbx_free(G.next); fbx_free(G.head); fbx_free(G.size);
+  fbx_free(G.bits); fbx_free(G.xpred); fbx_free(G.xanc); fbx_free(G.next); fbx_free(G.head); fbx_free(G.size);
   fbx_free(G.alias); fbx_free(cand); fbx_free(S); fbx_free(tmp); fbx_free(tmp2);
   dag_free(&d);
   return st;

@@ -30,7 +30,7 @@
  * node outside both are merged into one (first fit), so independent pieces make
  * one fused subgraph. At most max_groups groups are kept (0: no limit): the
  * largest, ties to the earlier. Caller provides cluster_of with g->n_nodes
- * entries. Memory: about 3 * n^2 / 8 bytes for n nodes, freed before returning. */
+ * entries. Memory: at most about n^2 / 2 bytes for n nodes, freed before returning. */
 fbx_status *fbx_onnx_cluster(const fbx_onnx_graph *g, const bool *claimed, int min_nodes, int max_groups,
                              int *cluster_of, int *n_clusters);
 
