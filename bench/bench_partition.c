@@ -1,5 +1,5 @@
 // bench_partition: ORT's session-creation time on the "N independent pieces into one unclaimed
-// node" model (issue 8, defect 8; tests/common/fanin_model.h), ORT's CPU EP alone against ORT
+// node" model (issue 8, defect 8; tests/common/partition_models.h), ORT's CPU EP alone against ORT
 // with Fusebox, and the number of fused subgraphs ORT reports for Fusebox
 // (Session_GetEpGraphAssignmentInfo: ORT's view, not our own count).
 //
@@ -14,7 +14,7 @@
 
 #include <onnxruntime_c_api.h>
 
-#include "common/fanin_model.h"
+#include "common/partition_models.h"
 #include "common/ort_host.h"
 
 static int dbl_cmp(const void *a, const void *b) {

@@ -3,7 +3,7 @@
 // "FBX_ORT->GetTensorTypeAndShape(v, &info): the ort_value must contain a constructed tensor").
 //   test_add (inputs x, y; an unnamed Add): Run fed only x -> "input 1, 'y' (read by an unnamed
 //     Add node), has no value at Run", in the fused node's error, Fusebox's name first
-//   fanin model (tests/common/fanin_model.h, N=3, one input X): Run fed nothing -> names 'X' and
+//   fanin model (tests/common/partition_models.h, N=3, one input X): Run fed nothing -> names 'X' and
 //     "read by node 'add<i>' (Add)"
 // and after each failed Run the same session still runs correctly with every input fed.
 #include <stdio.h>
@@ -12,7 +12,7 @@
 
 #include <onnxruntime_c_api.h>
 
-#include "common/fanin_model.h"
+#include "common/partition_models.h"
 #include "common/ort_host.h"
 
 #include "common/check.h"
