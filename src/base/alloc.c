@@ -21,6 +21,7 @@ static int fbx__should_fail(void) {
 }
 
 void fbx_alloc_fail_after(long n) { atomic_store(&fbx__fail_countdown, n); }
+int fbx_alloc_fail_pending(void) { return atomic_load(&fbx__fail_countdown) >= 0; }
 
 void *fbx_malloc(size_t n) { return fbx__too_large(n) || fbx__should_fail() ? NULL : malloc(n ? n : 1); }
 void *fbx_calloc(size_t c, size_t s) {

@@ -21,5 +21,8 @@ void *fbx_malloc_huge(size_t n);
 char *fbx_strdup(const char *s);
 
 void fbx_alloc_fail_after(long n);
+/* Is an injected failure still to come? (false once it has happened, or when off):
+ * lets a test step n upwards until a run completes without reaching the failure. */
+int fbx_alloc_fail_pending(void);
 
 #endif

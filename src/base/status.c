@@ -39,3 +39,8 @@ const char *fbx_status_message(const fbx_status *s) { return s ? s->msg : "ok"; 
 void fbx_status_free(fbx_status *s) {
   if (s && !s->is_static) free(s);
 }
+
+void fbx__assert_fail(const char *cond, const char *file, int line) {
+  fprintf(stderr, "fusebox: assertion failed: %s (%s:%d)\n", cond, file, line);
+  __builtin_trap();
+}

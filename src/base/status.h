@@ -36,18 +36,16 @@ void fbx_status_free(fbx_status *s);
     if (fbx__st) return fbx__st;        \
   } while (0)
 
-/* Our own invariants: abort in debug builds, still branch safely in release
- * (the caller must handle the false case). */
+/* Our own invariants (never the caller's input: that is an fbx_status). An
+ * expression with the condition's truth value (1 or 0): a debug build prints
+ * and traps when it is false; a release build returns 0 and the caller's branch
+ * keeps the library safe, e.g.
+ *     if (!FBX_ASSERT(group_is_convex(...))) release the group;              */
+void fbx__assert_fail(const char *cond, const char *file, int line);
 #ifdef NDEBUG
-#define FBX_ASSERT(cond) ((void)0)
+#define FBX_ASSERT(cond) ((cond) ? 1 : 0)
 #else
-#define FBX_ASSERT(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      fprintf(stderr, "fusebox: assertion failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      __builtin_trap();                                                               \
-    }                                                                                 \
-  } while (0)
+#define FBX_ASSERT(cond) ((cond) ? 1 : (fbx__assert_fail(#cond, __FILE__, __LINE__), 0))
 #endif
 
 #endif

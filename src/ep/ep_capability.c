@@ -98,13 +98,18 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
   }
   int n_groups = 0;
   do { /* an inferred-rank value must not enter a group from outside (Compile would not know it) */
-    st = fbx_onnx_cluster(g, claimed, FBX_MIN_GROUP_NODES, cluster_of, &n_groups);
+    st = fbx_onnx_cluster(g, claimed, FBX_MIN_GROUP_NODES, FBX_ONNX_CLUSTER_MAX_GROUPS, cluster_of, &n_groups);
     if (st) goto done;
   } while (fbx_onnx_rank_guard(g, inferred, cluster_of, claimed, reasons, FBX_REASON_SIZE) > 0);
-  for (int i = 0; i < n; i++) /* claimable but released by clustering */
-    if (claimed[i] && cluster_of[i] < 0)
-      snprintf(reasons + (size_t)i * FBX_REASON_SIZE, FBX_REASON_SIZE, "fused group smaller than %d nodes",
-               FBX_MIN_GROUP_NODES);
+  for (int i = 0; i < n; i++) { /* claimable but released by clustering */
+    char *r = reasons + (size_t)i * FBX_REASON_SIZE;
+    if (claimed[i] && cluster_of[i] == FBX_ONNX_CLUSTER_OVER_LIMIT)
+      snprintf(r, FBX_REASON_SIZE,
+               "more than %d separate fused groups in this graph: the smallest groups are left to ORT",
+               FBX_ONNX_CLUSTER_MAX_GROUPS);
+    else if (claimed[i] && cluster_of[i] < 0)
+      snprintf(r, FBX_REASON_SIZE, "fused group smaller than %d nodes", FBX_MIN_GROUP_NODES);
+  }
 
   OrtNodeFusionOptions fopt;
   memset(&fopt, 0, sizeof fopt);

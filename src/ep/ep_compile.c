@@ -1,6 +1,7 @@
 /* Compile: per fused OrtGraph, describe it (initializers included: ORT drops
  * them from the fused node's inputs, so they are copied here, once),
  * translate to an IR graph and compile it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../base/alloc.h"
@@ -11,10 +12,38 @@
 void fbx_ep_kernel_destroy(fbx_ep_kernel *k) {
   if (!k) return;
   fbx_ir_compiled_destroy(k->compiled);
-  pthread_mutex_destroy(&k->mu);
+  if (k->mu_ready) pthread_mutex_destroy(&k->mu);
+  for (int i = 0; k->input_desc && i < k->n_inputs; i++) fbx_free(k->input_desc[i]);
+  fbx_free(k->input_desc);
   fbx_free(k->inputs);
   fbx_free(k->name);
   fbx_free(k);
+}
+
+/* k->input_desc[i]: the name of fused input i and the first node reading it, so a
+ * Compute error can say which input (ORT's own text names none of them). */
+static fbx_status *describe_inputs(fbx_ep_kernel *k, const fbx_onnx_graph *g) {
+  k->input_desc = fbx_calloc((size_t)(k->n_inputs ? k->n_inputs : 1), sizeof *k->input_desc);
+  if (!k->input_desc) return FBX_ERR_OOM();
+  for (int i = 0; i < k->n_inputs; i++) {
+    int v = g->inputs[i];
+    const char *name = v >= 0 && v < g->n_values && g->values[v].name ? g->values[v].name : "?";
+    const fbx_onnx_node *reader = NULL;
+    for (int n = 0; n < g->n_nodes && !reader; n++)
+      for (int j = 0; j < g->nodes[n].n_inputs; j++)
+        if (g->nodes[n].inputs[j] == v) reader = &g->nodes[n];
+    char buf[512];
+    const char *op = reader && reader->op_type ? reader->op_type : "?";
+    if (reader && reader->name && reader->name[0])
+      snprintf(buf, sizeof buf, "'%s' (read by node '%s' (%s))", name, reader->name, op);
+    else if (reader)
+      snprintf(buf, sizeof buf, "'%s' (read by an unnamed %s node)", name, op);
+    else
+      snprintf(buf, sizeof buf, "'%s'", name);
+    k->input_desc[i] = fbx_strdup(buf);
+    if (!k->input_desc[i]) return FBX_ERR_OOM();
+  }
+  return NULL;
 }
 
 static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode *fused, fbx_ep_kernel **out) {
@@ -35,7 +64,6 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
     st = FBX_ERR_OOM();
     goto fail;
   }
-  pthread_mutex_init(&k->mu, NULL);
   k->ep = ep;
   k->name = fbx_strdup(fname && fname[0] ? fname : "fusebox_subgraph");
   k->n_nodes = d.g.n_nodes;
@@ -46,6 +74,13 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
     st = FBX_ERR_OOM();
     goto fail_k;
   }
+  if (pthread_mutex_init(&k->mu, NULL) != 0) {
+    st = FBX_ERR("%s: pthread_mutex_init failed", k->name);
+    goto fail_k;
+  }
+  k->mu_ready = true;
+  st = describe_inputs(k, &d.g);
+  if (st) goto fail_k;
 
   uint64_t t0 = fbx_trace_now_ns();
   st = fbx_onnx_translate(&d.g, &ir);

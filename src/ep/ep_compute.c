@@ -14,8 +14,10 @@ OrtStatus *ORT_API_CALL fbx_ep_kernel_create_state(OrtNodeComputeInfo *this_ptr,
 
 void ORT_API_CALL fbx_ep_kernel_release_state(OrtNodeComputeInfo *this_ptr, void *state) {}
 
-/* Input i as a host tensor pointing at ORT's buffer. Absent optional: rank -1, data NULL. */
-static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, fbx_tensor *t) {
+/* Input i as a host tensor pointing at ORT's buffer. Absent optional: rank -1, data NULL.
+ * An OrtValue that holds nothing is a graph input the host did not feed: an error
+ * that names it (desc, from Compile), where ORT's own text would name no input. */
+static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, const char *desc, fbx_tensor *t) {
   memset(t, 0, sizeof *t);
   const OrtValue *v = NULL;
   FBX_ORT_TRY(FBX_ORT->KernelContext_GetInput(kctx, i, &v));
@@ -23,6 +25,11 @@ static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, fbx_tensor *t) {
     t->rank = -1;
     return NULL;
   }
+  int has = 0, is_tensor = 0;
+  FBX_ORT_TRY(FBX_ORT->HasValue(v, &has));
+  if (!has) return FBX_ERR_ARG("input %zu, %s, has no value at Run: was it given in the feeds?", i, desc);
+  FBX_ORT_TRY(FBX_ORT->IsTensor(v, &is_tensor));
+  if (!is_tensor) return FBX_ERR_ARG("input %zu, %s, is not a tensor", i, desc);
   int et = 0;
   size_t rank = 0;
   FBX_TRY(fbx_ep_value_type_shape(v, &et, t->dims, &rank, "reading an input's shape"));
@@ -88,7 +95,7 @@ static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
   fbx_ir_run_report r;
   pthread_mutex_lock(&k->mu);
   fbx_status *st = NULL;
-  for (size_t i = 0; i < nin && !st; i++) st = wrap_input(kctx, i, &k->inputs[i]);
+  for (size_t i = 0; i < nin && !st; i++) st = wrap_input(kctx, i, k->input_desc[i], &k->inputs[i]);
   if (!st) st = fbx_ir_compiled_run(k->compiled, k->inputs, k->n_inputs, bind_output, kctx, &r);
   pthread_mutex_unlock(&k->mu);
   uint64_t t1 = traced ? fbx_trace_now_ns() : 0;

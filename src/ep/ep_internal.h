@@ -94,7 +94,9 @@ typedef struct fbx_ep_kernel {
   int n_nodes;                /* ONNX nodes fused (trace args) */
   int n_inputs, n_outputs;    /* as ORT passes them to Compute */
   fbx_tensor *inputs;         /* owned, (n_inputs): scratch, guarded by mu */
+  char **input_desc;          /* owned, (n_inputs): "'<value>' (read by node '<name>' (<op>))", for errors */
   pthread_mutex_t mu;         /* Compute may be called concurrently */
+  bool mu_ready;              /* mu initialised (destroy only then) */
 } fbx_ep_kernel;
 
 OrtStatus *ORT_API_CALL fbx_ep_kernel_create_state(OrtNodeComputeInfo *this_ptr,

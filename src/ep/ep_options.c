@@ -1,9 +1,7 @@
 /* EP option parsing (no ORT here; see ep_options.h). */
 #include "ep_options.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -17,13 +15,31 @@ void fbx_ep_options_default(fbx_ep_options *o) {
   o->cache_limit = 16;
 }
 
-/* Whole-string decimal integer in [lo, INT_MAX]. */
-static bool parse_int(const char *s, int lo, int *out) {
+/* The numeric options: one parser, one message. note: what the range means. */
+typedef struct int_option {
+  const char *key;
+  int lo, hi;
+  const char *note;
+  size_t offset; /* of the int in fbx_ep_options */
+} int_option;
+
+static const int_option int_options[] = {
+    {"device_id", 0, FBX_EP_DEVICE_ID_MAX, "", offsetof(fbx_ep_options, device_id)},
+    {"threads", 0, FBX_EP_THREADS_MAX, ", 0 = all cores", offsetof(fbx_ep_options, threads)},
+    {"cache_limit", 1, FBX_EP_CACHE_LIMIT_MAX, "", offsetof(fbx_ep_options, cache_limit)},
+};
+
+/* The whole string as a decimal integer in [lo, hi]: digits only, so " 2", "2 ",
+ * "2x", "+2", "-1", "0x10", "" and values past hi (however long) are refused. */
+static bool parse_int(const char *s, int lo, int hi, int *out) {
   if (!s || !*s) return false;
-  errno = 0;
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (errno || *end != '\0' || v < lo || v > INT_MAX) return false;
+  long long v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > hi) return false; /* also stops before v can overflow */
+  }
+  if (v < lo) return false;
   *out = (int)v;
   return true;
 }
@@ -31,23 +47,22 @@ static bool parse_int(const char *s, int lo, int *out) {
 fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *value) {
   if (!key) return FBX_ERR_ARG("Fusebox: EP option with no key");
   if (!value) value = "";
+  for (size_t i = 0; i < sizeof int_options / sizeof int_options[0]; i++) {
+    const int_option *io = &int_options[i];
+    if (strcmp(key, io->key) != 0) continue;
+    if (!parse_int(value, io->lo, io->hi, (int *)((char *)o + io->offset)))
+      return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option '%s' (accepted: an integer %d..%d%s, digits only)",
+                         value, io->key, io->lo, io->hi, io->note);
+    return NULL;
+  }
   if (strcmp(key, "device") == 0) {
     if (strcasecmp(value, "cpu") == 0) o->device = FBX_EP_DEVICE_CPU;
     else if (strcasecmp(value, "cuda") == 0) o->device = FBX_EP_DEVICE_CUDA;
     else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'device' (accepted: cpu, cuda)", value);
-  } else if (strcmp(key, "device_id") == 0) {
-    if (!parse_int(value, 0, &o->device_id))
-      return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'device_id' (accepted: an integer >= 0)", value);
-  } else if (strcmp(key, "threads") == 0) {
-    if (!parse_int(value, 0, &o->threads))
-      return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'threads' (accepted: an integer >= 0, 0 = all cores)", value);
   } else if (strcmp(key, "compile") == 0) {
     if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->compile = true;
     else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->compile = false;
     else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'compile' (accepted: on, off)", value);
-  } else if (strcmp(key, "cache_limit") == 0) {
-    if (!parse_int(value, 1, &o->cache_limit))
-      return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'cache_limit' (accepted: an integer >= 1)", value);
   } else {
     return FBX_ERR_ARG("Fusebox: unknown EP option '%s' (accepted: " FBX_EP_OPTION_KEYS ")", key);
   }
@@ -57,5 +72,9 @@ fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *v
 fbx_status *fbx_ep_options_validate(const fbx_ep_options *o) {
   if (o->device == FBX_EP_DEVICE_CUDA)
     return FBX_ERR_ARG("Fusebox: device 'cuda' is not available in this build (accepted: cpu)");
+  /* the CPU is one device: Fusebox lists one OrtEpDevice for it */
+  if (o->device == FBX_EP_DEVICE_CPU && o->device_id != 0)
+    return FBX_ERR_ARG("Fusebox: bad value '%d' for EP option 'device_id' (accepted: 0; device 'cpu' has one device)",
+                       o->device_id);
   return NULL;
 }

@@ -12,12 +12,17 @@
 
 typedef enum fbx_ep_device { FBX_EP_DEVICE_CPU, FBX_EP_DEVICE_CUDA } fbx_ep_device;
 
+/* Upper bounds of the numeric options (a value past one is refused, never clamped). */
+#define FBX_EP_DEVICE_ID_MAX 1023   /* parsed; validate() then wants 0 for the one CPU device */
+#define FBX_EP_THREADS_MAX 256      /* the CPU thread pool's own limit */
+#define FBX_EP_CACHE_LIMIT_MAX 1024 /* the plan table is allocated at this size per fused subgraph */
+
 typedef struct fbx_ep_options {
   fbx_ep_device device;   /* "cpu" (default) | "cuda" */
-  int device_id;          /* >= 0, default 0 */
-  int threads;            /* >= 0, 0 = all online cores (default) */
+  int device_id;          /* 0..FBX_EP_DEVICE_ID_MAX, default 0; must be 0 on the CPU */
+  int threads;            /* 0..FBX_EP_THREADS_MAX, 0 = all online cores (default) */
   bool compile;           /* "on" (default) | "off": off = always eager */
-  int cache_limit;        /* >= 1, default 16: plans cached per fused subgraph */
+  int cache_limit;        /* 1..FBX_EP_CACHE_LIMIT_MAX, default 16: plans cached per fused subgraph */
 } fbx_ep_options;
 
 /* The session config prefix ORT gives our keys: "ep." + lower-case EP name + ".". */
@@ -26,7 +31,8 @@ typedef struct fbx_ep_options {
 
 void fbx_ep_options_default(fbx_ep_options *o);
 /* Set one key. Unknown key or bad value -> FBX_STATUS_INVALID_ARG naming the
- * key and the accepted keys/values. */
+ * key and the accepted keys/values. Numbers are plain decimal digits, nothing
+ * around them (" 2", "2x", "-1", "" are bad values). */
 fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *value);
 /* Checks that need the whole set and this build (e.g. no CUDA backend yet). */
 fbx_status *fbx_ep_options_validate(const fbx_ep_options *o);

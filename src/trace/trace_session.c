@@ -75,10 +75,16 @@ static bool summary_on(void) { return (fbx_trace_flags() & (FBX_TRACE_F_SUMMARY 
 
 fbx_trace_session *fbx_trace_session_create(const char *label) {
   if (__builtin_expect(!summary_on(), 1)) return NULL;
+  /* Out of memory (or no mutex): no session, so this session is not summarised;
+   * every recording entry point takes NULL. */
   fbx_trace_session *s = fbx_calloc(1, sizeof *s);
   if (!s) return NULL;
-  pthread_mutex_init(&s->mu, NULL);
   s->label = fbx_strdup(label ? label : "");
+  if (!s->label || pthread_mutex_init(&s->mu, NULL) != 0) {
+    fbx_free(s->label);
+    fbx_free(s);
+    return NULL;
+  }
   s->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
   return s;
 }
@@ -128,14 +134,24 @@ void fbx_trace_session_unclaimed(fbx_trace_session *s, const char *domain, const
       s->unclaimed = p;
       s->cap_unclaimed = cap;
     }
-    e = &s->unclaimed[s->n_unclaimed++];
+    e = &s->unclaimed[s->n_unclaimed];
     memset(e, 0, sizeof *e);
     e->domain = fbx_strdup(domain ? domain : "");
     e->op_type = fbx_strdup(op_type ? op_type : "?");
     e->reason = fbx_strdup(reason ? reason : "");
+    if (!e->domain || !e->op_type || !e->reason) { /* out of memory: this node goes uncounted */
+      fbx_free(e->domain);
+      fbx_free(e->op_type);
+      fbx_free(e->reason);
+      goto out;
+    }
+    s->n_unclaimed++;
   }
   e->count++;
-  if (e->n_nodes < MAX_NODE_NAMES && node_name && *node_name) e->nodes[e->n_nodes++] = fbx_strdup(node_name);
+  if (e->n_nodes < MAX_NODE_NAMES && node_name && *node_name) {
+    char *name = fbx_strdup(node_name);
+    if (name) e->nodes[e->n_nodes++] = name;
+  }
 out:
   pthread_mutex_unlock(&s->mu);
 }
@@ -267,10 +283,16 @@ static composed_entry *composed_slot(fbx_trace_session *s, const char *op, const
     s->composed = p;
     s->cap_composed = cap;
   }
-  composed_entry *e = &s->composed[s->n_composed++];
+  composed_entry *e = &s->composed[s->n_composed];
   e->op = fbx_strdup(op);
   e->reason = fbx_strdup(reason ? reason : "");
+  if (!e->op || !e->reason) { /* a NULL op would reach the strcmp above next time */
+    fbx_free(e->op);
+    fbx_free(e->reason);
+    return NULL;
+  }
   e->count = 0;
+  s->n_composed++;
   return e;
 }
 

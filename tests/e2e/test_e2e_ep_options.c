@@ -3,6 +3,8 @@
 //   threads=abc  -> error mentioning "threads"
 //   treads=2     -> error mentioning "treads" (unknown key)
 //   compile=maybe -> error mentioning "compile"
+//   device_id=1 (one CPU device), threads=" 2" / "2 " / "2x" / "-1" / huge / "" , cache_limit=0
+//                 -> error naming the key, the bad value and the accepted values
 // and good ones (threads=1, compile=off, cache_limit=4) give a working session whose output
 // matches the hand-computed x + y.
 #include <limits.h>
@@ -30,10 +32,11 @@ static char *make(fbx_host *h, const char *k, const char *v, fbx_host_session **
 static void expect_error(fbx_host *h, const char *k, const char *v) {
   fbx_host_session *s = NULL;
   char *err = make(h, k, v, &s);
-  CHECK(err != NULL, "%s=%s: session creation succeeded, expected an error", k, v);
+  CHECK(err != NULL, "%s='%s': session creation succeeded, expected an error", k, v);
   if (err) {
-    CHECK(strstr(err, k) != NULL, "%s=%s: error does not name the key: %s", k, v, err);
-    printf("%s=%s -> %s\n", k, v, err);
+    CHECK(strstr(err, k) != NULL, "%s='%s': error does not name the key: %s", k, v, err);
+    CHECK(strstr(err, "(accepted: ") != NULL, "%s='%s': error does not give the accepted values: %s", k, v, err);
+    printf("%s='%s' -> %s\n", k, v, err);
   }
   fbx_host_err_free(err);
   fbx_host_session_destroy(s);
@@ -79,6 +82,17 @@ int main(void) {
   expect_error(h, "threads", "abc");
   expect_error(h, "treads", "2");
   expect_error(h, "compile", "maybe");
+  /* issue 8, defect 7: these were accepted silently */
+  expect_error(h, "device_id", "1");
+  expect_error(h, "threads", " 2");
+  expect_error(h, "threads", "2 ");
+  expect_error(h, "threads", "2x");
+  expect_error(h, "threads", "-1");
+  expect_error(h, "threads", "100000");
+  expect_error(h, "threads", "");
+  expect_error(h, "cache_limit", "0");
+  expect_error(h, "cache_limit", "4096");
+  expect_ok(h, "device_id", "0");
   expect_ok(h, "threads", "1");
   expect_ok(h, "compile", "off");
   expect_ok(h, "cache_limit", "4");

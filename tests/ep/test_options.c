@@ -1,5 +1,5 @@
 /* EP option parsing: defaults, every key, bad values and unknown keys name
- * the key and the accepted values. ep_options.c has no ORT dependency and is
+ * the key and the accepted values; numbers are digits only, within a documented range. ep_options.c has no ORT dependency and is
  * not part of fusebox_core, so it is compiled into this program directly. */
 #include <stdio.h>
 #include <string.h>
@@ -36,17 +36,38 @@ int main(void) {
 
   CHECK(set_ok(&o, "threads", "2") && o.threads == 2, "threads=2");
   CHECK(set_ok(&o, "threads", "0") && o.threads == 0, "threads=0");
-  CHECK(set_fails_with(&o, "threads", "-1", "'threads'", ">= 0"), "threads=-1 rejected");
-  CHECK(set_fails_with(&o, "threads", "2x", "'threads'", NULL), "threads=2x rejected");
-  CHECK(set_fails_with(&o, "threads", "", "'threads'", NULL), "threads='' rejected");
-  CHECK(set_fails_with(&o, "threads", "99999999999", "'threads'", NULL), "threads overflow rejected");
-  CHECK(set_ok(&o, "device_id", "3") && o.device_id == 3, "device_id=3");
-  CHECK(set_fails_with(&o, "device_id", "-2", "'device_id'", NULL), "device_id=-2 rejected");
+  CHECK(set_ok(&o, "threads", "256") && o.threads == 256, "threads=256 (the maximum)");
+  /* every numeric option refuses the same malformed strings, naming the key and the range */
+  static const char *const bad_numbers[] = {"-1", "2x", "", " 2", "2 ", " 2 ", "+2", "0x10", "2.0", "1e3",
+                                            "99999999999", "99999999999999999999999999", "\t2", "2\n"};
+  static const char *const keys[] = {"threads", "device_id", "cache_limit"};
+  static const char *const ranges[] = {"0..256", "0..1023", "1..1024"};
+  for (int k = 0; k < 3; k++)
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+      char key[32];
+      snprintf(key, sizeof key, "'%s'", keys[k]);
+      CHECK(set_fails_with(&o, keys[k], bad_numbers[i], key, ranges[k]), "%s='%s' rejected naming key and range",
+            keys[k], bad_numbers[i]);
+    }
+  fbx_ep_options_default(&o);
+  CHECK(set_fails_with(&o, "threads", "257", "'threads'", "0..256") && o.threads == 0,
+        "threads=257 rejected, value unchanged");
+  CHECK(set_ok(&o, "device_id", "3") && o.device_id == 3, "device_id=3 parses");
+  s = fbx_ep_options_validate(&o);
+  CHECK(s && strstr(fbx_status_message(s), "'device_id'") && strstr(fbx_status_message(s), "accepted: 0"),
+        "device_id=3 refused by validate: the CPU is one device (%s)", s ? fbx_status_message(s) : "accepted");
+  fbx_status_free(s);
+  CHECK(set_ok(&o, "device_id", "0") && o.device_id == 0, "device_id=0");
+  s = fbx_ep_options_validate(&o);
+  CHECK(s == NULL, "device_id=0 validates");
+  fbx_status_free(s);
   CHECK(set_ok(&o, "compile", "off") && !o.compile, "compile=off");
   CHECK(set_ok(&o, "compile", "on") && o.compile, "compile=on");
   CHECK(set_fails_with(&o, "compile", "maybe", "'compile'", "on, off"), "compile=maybe rejected");
   CHECK(set_ok(&o, "cache_limit", "1") && o.cache_limit == 1, "cache_limit=1");
-  CHECK(set_fails_with(&o, "cache_limit", "0", "'cache_limit'", ">= 1"), "cache_limit=0 rejected");
+  CHECK(set_fails_with(&o, "cache_limit", "0", "'cache_limit'", "1..1024"), "cache_limit=0 rejected");
+  CHECK(set_ok(&o, "cache_limit", "1024") && o.cache_limit == 1024, "cache_limit=1024 (the maximum)");
+  CHECK(set_fails_with(&o, "cache_limit", "1025", "'cache_limit'", "1..1024"), "cache_limit=1025 rejected");
   CHECK(set_ok(&o, "device", "cpu") && o.device == FBX_EP_DEVICE_CPU, "device=cpu");
   CHECK(set_fails_with(&o, "device", "tpu", "'device'", "cpu, cuda"), "device=tpu rejected");
   CHECK(set_ok(&o, "device", "cuda") && o.device == FBX_EP_DEVICE_CUDA, "device=cuda parses");

@@ -180,7 +180,11 @@ fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out
     fbx_free(c);
     return FBX_ERR_OOM();
   }
-  pthread_mutex_init(&c->run_lock, NULL);
+  if (pthread_mutex_init(&c->run_lock, NULL) != 0) {
+    fbx_free(be);
+    fbx_free(c);
+    return FBX_ERR("cpu backend: pthread_mutex_init failed");
+  }
   be->vt = &fbx__cpu_vtable;
   be->ctx = c;
   fbx_status *st = fbx_cpu_pool_create(opt ? opt->threads : 0, &c->pool);

@@ -134,8 +134,15 @@ fbx_status *fbx_cpu_pool_create(int threads, fbx_cpu_pool **out) {
   fbx_cpu_pool *p = fbx_calloc(1, sizeof(*p));
   if (!p) return FBX_ERR_OOM();
   p->threads = threads;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
+  if (pthread_mutex_init(&p->mu, NULL) != 0) {
+    fbx_free(p);
+    return FBX_ERR("cpu backend: pthread_mutex_init failed");
+  }
+  if (pthread_cond_init(&p->cv, NULL) != 0) {
+    pthread_mutex_destroy(&p->mu);
+    fbx_free(p);
+    return FBX_ERR("cpu backend: pthread_cond_init failed");
+  }
   if (threads > 1) {
     p->workers = fbx_calloc((size_t)threads - 1, sizeof(*p->workers));
     if (!p->workers) {
