@@ -2,6 +2,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../backend/backend_cuda.h"
 #include "../base/alloc.h"
 #include "ep_internal.h"
 #include "ep_profiler.h"
@@ -43,8 +44,15 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const 
   ep->factory = f;
   ep->opt = opt;
   ep->logger = logger;
-  fbx_cpu_options copt = {.threads = opt.threads};
-  fbx_status *st = fbx_cpu_backend_create(&copt, &ep->backend);
+  fbx_status *st;
+  if (opt.device == FBX_EP_DEVICE_CUDA) {
+    /* dlopens libfusebox_cuda.so next to this library; a clear error without library, driver or GPU */
+    fbx_cuda_options cuo = {.device_id = opt.device_id, .tf32 = opt.tf32};
+    st = fbx_cuda_backend_open(&cuo, &ep->backend);
+  } else {
+    fbx_cpu_options copt = {.threads = opt.threads};
+    st = fbx_cpu_backend_create(&copt, &ep->backend);
+  }
   if (st) {
     fbx_free(ep);
     return st;

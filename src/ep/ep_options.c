@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit"
+#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit, tf32"
 
 void fbx_ep_options_default(fbx_ep_options *o) {
   o->device = FBX_EP_DEVICE_CPU;
@@ -15,6 +15,7 @@ void fbx_ep_options_default(fbx_ep_options *o) {
   o->threads = 0;
   o->compile = true;
   o->cache_limit = 16;
+  o->tf32 = false;
 }
 
 /* Whole-string decimal integer in [lo, INT_MAX]. */
@@ -48,14 +49,20 @@ fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *v
   } else if (strcmp(key, "cache_limit") == 0) {
     if (!parse_int(value, 1, &o->cache_limit))
       return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'cache_limit' (accepted: an integer >= 1)", value);
+  } else if (strcmp(key, "tf32") == 0) {
+    if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->tf32 = true;
+    else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->tf32 = false;
+    else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'tf32' (accepted: on, off)", value);
   } else {
     return FBX_ERR_ARG("Fusebox: unknown EP option '%s' (accepted: " FBX_EP_OPTION_KEYS ")", key);
   }
   return NULL;
 }
 
+/* device=cuda is accepted here; whether this build, driver and machine have a
+ * GPU is answered when the EP opens the CUDA backend (backend_cuda_loader.c). */
 fbx_status *fbx_ep_options_validate(const fbx_ep_options *o) {
-  if (o->device == FBX_EP_DEVICE_CUDA)
-    return FBX_ERR_ARG("Fusebox: device 'cuda' is not available in this build (accepted: cpu)");
+  if (o->tf32 && o->device != FBX_EP_DEVICE_CUDA)
+    return FBX_ERR_ARG("Fusebox: EP option 'tf32' applies to device 'cuda' only");
   return NULL;
 }

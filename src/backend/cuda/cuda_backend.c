@@ -3,6 +3,7 @@
  * library's one exported entry point (cuda_abi.h). This is the only file
  * that fills fbx_backend_vtable, so a growing table (streams, events, buffer
  * types, supports) is adapted here. */
+#include <dlfcn.h>
 #include <string.h>
 
 #include "../../base/alloc.h"
@@ -196,8 +197,13 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   *out = NULL;
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess)
-    return FBX_ERR_NOTIMPL("Fusebox: device 'cuda': no NVIDIA GPU found (cudaGetDeviceCount: %s)", cudaGetErrorString(e));
+  if (e != cudaSuccess) {
+    /* cudart says "driver version is insufficient" also when there is no driver at all */
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (drv) dlclose(drv);
+    return FBX_ERR_NOTIMPL("Fusebox: device 'cuda': no NVIDIA GPU found (cudaGetDeviceCount: %s%s)", cudaGetErrorString(e),
+                           drv ? "" : "; no NVIDIA driver: libcuda.so.1 not found");
+  }
   if (count < 1) return FBX_ERR_NOTIMPL("Fusebox: device 'cuda': no NVIDIA GPU found (cudaGetDeviceCount: 0 devices)");
   if (opt->device_id >= count)
     return FBX_ERR_ARG("Fusebox: device 'cuda': device_id %d out of range (%d device%s)", opt->device_id, count,

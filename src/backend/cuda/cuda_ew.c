@@ -51,6 +51,7 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
   int ek;
   if (!fbx_cuda_ek(y->dtype, &ek)) return FBX_ERR_NOTIMPL("device 'cuda': %s: output dtype %s", fbx_ir_op_name(node->op), fbx_dtype_name(y->dtype));
   a.out_ek = ek;
+  a.out = y->data;
   if (node->op == FBX_IR_OP_FUSED_EW) {
     const fbx_ir_ew_program *pg = node->params.fused.prog;
     if (pg->n_inputs != n_in) return FBX_ERR_ARG("device 'cuda': FUSED_EW: %d inputs for a %d-input program", n_in, pg->n_inputs);

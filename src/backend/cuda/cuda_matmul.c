@@ -27,6 +27,16 @@ static cublasStatus_t fbx__lt_layout(cublasLtMatrixLayout_t *l, int64_t rows, in
   return s;
 }
 
+/* Largest power of two (4..256 bytes) dividing p and every batch's offset: the
+ * heuristic assumes 256-byte aligned operands unless told otherwise, and our
+ * operands are often views (a batch, an image, a row block) of a buffer. */
+static uint32_t fbx__lt_align(const void *p, int64_t stride_elems, int64_t batch) {
+  uintptr_t a = (uintptr_t)p | (batch > 1 ? (uintptr_t)(stride_elems * 4) : 0);
+  uint32_t r = 256;
+  while (r > 4 && (a % r)) r >>= 1;
+  return r;
+}
+
 fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                               const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
                               int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c,
@@ -49,6 +59,13 @@ fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int6
   if ((st = fbx__lt(cublasLtMatmulPreferenceCreate(&pref), "preference"))) goto done;
   if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &c->lt_ws_size,
                                                          sizeof c->lt_ws_size), "workspace preference"))) goto done;
+  /* cuBLASLt's A is our B (operands swap for row-major) */
+  uint32_t al_a = fbx__lt_align(B, stride_b, batch), al_b = fbx__lt_align(A, stride_a, batch),
+           al_c = fbx__lt_align(C, stride_c, batch);
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a), "alignment A"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b), "alignment B"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c), "alignment C"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c), "alignment D"))) goto done;
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
   memset(&res, 0, sizeof res);
