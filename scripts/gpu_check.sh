@@ -6,7 +6,8 @@
 #      or in /usr/local/cuda/bin; said when it is not);
 #   3. `fusebox check MODEL --ep-option device=cuda` (Fusebox on the GPU vs ORT's CPU EP)
 #      on the generated models and the PP-OCR models, compiled and eager (compile=off);
-#   4. compute-sanitizer memcheck on `fusebox check` of the generated models.
+#   4. compute-sanitizer memcheck on `fusebox check` of the generated models;
+#   5. `fusebox bench` with device=cuda (timings, informational: they pass when they run).
 # Environment: FUSEBOX_ORT_LIB (default .deps/lib/libonnxruntime.1.30.so), FBX_GPU_LOG
 # (log folder, default a fresh /tmp/fusebox_gpu.XXXXXX). Prints one line per case and
 # "N passed, N failed"; exit 1 on any failure.
@@ -81,6 +82,21 @@ if [ -n "$CS" ]; then
       "$BUILD/fusebox" check "$m" --ort "$ORT" --ep-option device=cuda
   done
 fi
+
+echo "== timing: fusebox bench --ep-option device=cuda (Fusebox on the GPU vs ORT's CPU EP; informational) =="
+BENCH=(
+  "models/gen/decoder_tiny.onnx|"
+  "models/gen/cnn_small.onnx|"
+  "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x640x640"
+)
+for c in "${BENCH[@]}"; do
+  m=${c%%|*}; opts=${c#*|}
+  [ -f "$m" ] || continue
+  name="bench $(basename "$m" .onnx) $opts device=cuda"
+  # shellcheck disable=SC2086
+  run_case "$name" "$BUILD/fusebox" bench "$m" --ort "$ORT" $opts --ep-option device=cuda --iters 20
+  sed 's/^/      /' "$LOG/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log" | grep -iE "median|ratio|fusebox|ort" | head -4
+done
 
 echo "logs: $LOG"
 if [ $FAIL -gt 0 ]; then

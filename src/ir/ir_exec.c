@@ -109,7 +109,8 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
       continue;
     }
     in[i] = p->rt[v];
-    if (!be->vt->host_visible && ((data_mask >> i) & 1u) && g->values[v].kind == FBX_IR_VALUE_NODE) {
+    /* shape data lives in backend memory for every kind (inputs and constants are copied there too) */
+    if (!be->vt->host_visible && ((data_mask >> i) & 1u)) {
       if ((st = fbx__ir_host_view(be, &in[i], &tmp[n_tmp++]))) goto done;
     }
   }

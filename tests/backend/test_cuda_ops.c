@@ -432,6 +432,28 @@ static void test_conv_pool(void) {
   CASE("AVGPOOL 3x3 s2 p1 include pad", FBX_IR_OP_AVGPOOL, &ai, 1e-6, frnd(T(FBX_DTYPE_F32, 2, 3, 11, 12)));
   fbx_ir_params lp = {.conv = {.nd = 2, .kernel = {2, 2}, .strides = {2, 2}, .dilations = {1, 1}, .p = 3}};
   CASE("LPPOOL p3 2x2 s2", FBX_IR_OP_LPPOOL, &lp, 1e-5, frnd(T(FBX_DTYPE_F32, 1, 3, 8, 8)));
+  fbx_ir_params ct = {.conv = {.nd = 2, .kernel = {3, 3}, .strides = {2, 2}, .dilations = {1, 1}, .pads = {1, 1, 1, 1},
+                              .output_padding = {1, 1}, .group = 1}};
+  CASE("CONV_TRANSPOSE (1,4,5,6) K3 s2 p1 out_pad 1 bias", FBX_IR_OP_CONV_TRANSPOSE, &ct, 1e-5,
+       frnd(T(FBX_DTYPE_F32, 1, 4, 5, 6)), frnd(T(FBX_DTYPE_F32, 4, 3, 3, 3)), frnd(T(FBX_DTYPE_F32, 3)));
+  fbx_ir_params cg = {.conv = {.nd = 2, .kernel = {2, 2}, .strides = {2, 2}, .dilations = {1, 1}, .group = 2}};
+  CASE("CONV_TRANSPOSE (2,4,5,5) K2 s2 group 2", FBX_IR_OP_CONV_TRANSPOSE, &cg, 1e-5, frnd(T(FBX_DTYPE_F32, 2, 4, 5, 5)),
+       frnd(T(FBX_DTYPE_F32, 4, 2, 2, 2)), tabsent());
+  fbx_tensor sc = T(FBX_DTYPE_F32, 4);
+  F(&sc)[0] = 1; F(&sc)[1] = 1; F(&sc)[2] = 2; F(&sc)[3] = 2;
+  fbx_ir_params rn = {.resize = {.mode = FBX_IR_RESIZE_NEAREST, .coord = FBX_IR_COORD_ASYMMETRIC, .nearest = FBX_IR_NEAREST_FLOOR}};
+  CASE("RESIZE nearest asymmetric floor x2", FBX_IR_OP_RESIZE, &rn, 0, frnd(T(FBX_DTYPE_F32, 1, 2, 5, 6)), tabsent(), sc);
+  fbx_ir_params rl = {.resize = {.mode = FBX_IR_RESIZE_LINEAR, .coord = FBX_IR_COORD_HALF_PIXEL}};
+  CASE("RESIZE linear half_pixel sizes (1,2,7,9)", FBX_IR_OP_RESIZE, &rl, 1e-6, frnd(T(FBX_DTYPE_F32, 1, 2, 5, 6)), tabsent(),
+       tabsent(), I64S(1, 2, 7, 9));
+  fbx_tensor sc2 = T(FBX_DTYPE_F32, 4);
+  F(&sc2)[0] = 1; F(&sc2)[1] = 1; F(&sc2)[2] = 1.5f; F(&sc2)[3] = 0.5f;
+  fbx_ir_params ra = {.resize = {.mode = FBX_IR_RESIZE_LINEAR, .coord = FBX_IR_COORD_ALIGN_CORNERS}};
+  CASE("RESIZE linear align_corners scales 1.5, 0.5", FBX_IR_OP_RESIZE, &ra, 1e-6, frnd(T(FBX_DTYPE_F32, 2, 3, 6, 8)), tabsent(), sc2);
+  fbx_ir_params rp = {.resize = {.mode = FBX_IR_RESIZE_NEAREST, .coord = FBX_IR_COORD_HALF_PIXEL,
+                                 .nearest = FBX_IR_NEAREST_ROUND_PREFER_FLOOR}};
+  CASE("RESIZE nearest half_pixel round_prefer_floor sizes", FBX_IR_OP_RESIZE, &rp, 0, frnd(T(FBX_DTYPE_F32, 1, 1, 4, 7)),
+       tabsent(), tabsent(), I64S(1, 1, 10, 3));
   CASE("GLOBAL_AVGPOOL (2,5,7,9)", FBX_IR_OP_GLOBAL_AVGPOOL, NULL, 1e-6, frnd(T(FBX_DTYPE_F32, 2, 5, 7, 9)));
   CASE("GLOBAL_MAXPOOL (2,5,7,9)", FBX_IR_OP_GLOBAL_MAXPOOL, NULL, 0, frnd(T(FBX_DTYPE_F32, 2, 5, 7, 9)));
 }

@@ -16,8 +16,8 @@ bool fbx_cuda_s_conv(const fbx_ir_node *node, const fbx_tensor *in, int n_in, ch
     snprintf(why, why_size, "%s with %d spatial dims (1-D and 2-D only)", fbx_ir_op_name(node->op), node->params.conv.nd);
     return false;
   }
-  if (node->op == FBX_IR_OP_CONV && node->params.conv.epilogue) {
-    snprintf(why, why_size, "CONV with a fused epilogue");
+  if ((node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE) && node->params.conv.epilogue) {
+    snprintf(why, why_size, "%s with a fused epilogue", fbx_ir_op_name(node->op));
     return false;
   }
   if (node->op == FBX_IR_OP_MAXPOOL && node->n_outputs > 1 && node->outputs[1] != FBX_IR_NONE) {
@@ -88,6 +88,36 @@ fbx_status *fbx_cuda_k_conv(FBX_CUDA_KERNEL_ARGS) {
                               0.f, y + n * g.M * S, S, Mg * S, g.group));
   }
   if (bias) FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_bias_add(y, bias, g.N, g.M, S, c->stream), "CONV bias"));
+  return NULL;
+}
+
+/* ConvTranspose: per image, col (M*KK, H*W) = W_g^T X_g per group (one batched
+ * GEMM; W is (C, M/G, KH, KW)), then a gather-form col2im adds the taps and bias. */
+fbx_status *fbx_cuda_k_conv_transpose(FBX_CUDA_KERNEL_ARGS) {
+  if (n_in < 2) return FBX_ERR_ARG("device 'cuda': CONV_TRANSPOSE: needs X and W");
+  const fbx_tensor *x = &in[0], *w = &in[1];
+  fbx_cuda_conv_geom g;
+  int64_t pe_h = 0, pe_w = 0;
+  FBX_TRY(fbx__conv_geom(node, x, w, &g, &pe_h, &pe_w));
+  if (w->rank != x->rank || w->dims[0] != g.C || g.C % g.group)
+    return FBX_ERR_ARG("device 'cuda': CONV_TRANSPOSE: weight shape does not match the input channels");
+  int64_t Cg = g.C / g.group, Mg = w->dims[1], KK = g.KH * g.KW, HW = g.H * g.W;
+  g.M = Mg * g.group;
+  if (out[0].rank != x->rank || out[0].dims[1] != g.M) return FBX_ERR_ARG("device 'cuda': CONV_TRANSPOSE: output channels");
+  const float *bias = fbx_cuda_present(in, n_in, 2) ? in[2].data : NULL;
+  float *y = out[0].data, *col = NULL;
+  info->flops = 2.0 * (double)g.N * (double)g.C * (double)HW * (double)(Mg * KK);
+  if (fbx_tensor_numel(&out[0]) == 0) return NULL;
+  FBX_TRY(fbx_cuda_scratch(c, sizeof(float) * (size_t)(g.M * KK * HW), (void **)&col));
+  info->variant = "convtranspose_cublaslt_col2im";
+  info->reason = "GEMM W^T X batched over groups, then col2im";
+  for (int64_t n = 0; n < g.N; n++) {
+    const float *xn = (const float *)x->data + n * g.C * HW;
+    FBX_TRY(fbx_cuda_gemm_f32(c, true, false, Mg * KK, HW, Cg, 1.f, w->data, Mg * KK, Cg * Mg * KK, xn, HW, Cg * HW, 0.f,
+                              col, HW, Mg * KK * HW, g.group));
+    FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_col2im(col, bias, y + n * g.M * g.OH * g.OW, &g, c->stream),
+                              "CONV_TRANSPOSE col2im"));
+  }
   return NULL;
 }
 

@@ -58,6 +58,29 @@ __global__ void bias_kernel(float *y, const float *b, long long M, long long S, 
     y[i] += b[(i / S) % M];
 }
 
+__global__ void col2im_kernel(const float *col, const float *bias, float *y, const fbx_cuda_conv_geom g) {
+  long long OS = g.OH * g.OW, HW = g.H * g.W, n = g.M * OS;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long ow = i % g.OW, oh = (i / g.OW) % g.OH, m = i / OS;
+    float acc = bias ? bias[m] : 0.f;
+    for (long long kh = 0; kh < g.KH; kh++) {
+      long long th = oh + g.ph - kh * g.dh;
+      if (th < 0 || th % g.sh) continue;
+      long long ih = th / g.sh;
+      if (ih >= g.H) continue;
+      for (long long kw = 0; kw < g.KW; kw++) {
+        long long tw = ow + g.pw - kw * g.dw;
+        if (tw < 0 || tw % g.sw) continue;
+        long long iw = tw / g.sw;
+        if (iw >= g.W) continue;
+        acc += col[((m * g.KH + kh) * g.KW + kw) * HW + ih * g.W + iw];
+      }
+    }
+    y[i] = acc;
+  }
+}
+
 __global__ void pool_kernel(const float *x, float *y, const fbx_cuda_pool_args a) {
   const fbx_cuda_conv_geom &g = a.g;
   long long n_out = g.N * g.C * g.OH * g.OW;
@@ -129,6 +152,14 @@ extern "C" int fbx_cuda_launch_bias_add(float *y, const float *bias, int64_t N, 
   long long n = N * M * S;
   if (n <= 0) return 0;
   bias_kernel<<<grid_for(n), 256, 0, s>>>(y, bias, M, S, n);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fbx_cuda_launch_col2im(const float *col, const float *bias, float *y_n, const fbx_cuda_conv_geom *g,
+                                      cudaStream_t s) {
+  long long n = g->M * g->OH * g->OW;
+  if (n <= 0) return 0;
+  col2im_kernel<<<grid_for(n), 256, 0, s>>>(col, bias, y_n, *g);
   return (int)cudaGetLastError();
 }
 

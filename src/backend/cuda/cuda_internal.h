@@ -115,7 +115,10 @@ fbx_status *fbx_cuda_k_range(FBX_CUDA_KERNEL_ARGS);
 bool fbx_cuda_s_movement(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
 fbx_status *fbx_cuda_k_conv(FBX_CUDA_KERNEL_ARGS);
 bool fbx_cuda_s_conv(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_conv_transpose(FBX_CUDA_KERNEL_ARGS);
 fbx_status *fbx_cuda_k_pool(FBX_CUDA_KERNEL_ARGS);         /* MAXPOOL, AVGPOOL, LPPOOL */
 fbx_status *fbx_cuda_k_global_pool(FBX_CUDA_KERNEL_ARGS);  /* GLOBAL_AVGPOOL, GLOBAL_MAXPOOL */
+fbx_status *fbx_cuda_k_resize(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_resize(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
 
 #endif

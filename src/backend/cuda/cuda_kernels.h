@@ -122,6 +122,10 @@ int fbx_cuda_launch_conv_direct(const float *x, const float *w, const float *bia
 /* y (N, M, S) += bias[m] */
 int fbx_cuda_launch_bias_add(float *y, const float *bias, int64_t N, int64_t M, int64_t S, cudaStream_t s);
 
+/* ConvTranspose, one image: y (M, OH, OW) = bias[m] + sum over taps of col (M*KH*KW, H*W),
+ * the GEMM W^T X per group laid out group after group (g->H/W: input, g->OH/OW: output). */
+int fbx_cuda_launch_col2im(const float *col, const float *bias, float *y_n, const fbx_cuda_conv_geom *g, cudaStream_t s);
+
 /* pools: op = MAXPOOL / AVGPOOL / LPPOOL; pad_end_h/w: end pads (count_include_pad region) */
 typedef struct fbx_cuda_pool_args {
   int op;
@@ -134,6 +138,26 @@ typedef struct fbx_cuda_pool_args {
 int fbx_cuda_launch_pool(const float *x, float *y, const fbx_cuda_pool_args *a, cudaStream_t s);
 /* global pools: rows of S elements -> one value; is_max selects max over mean */
 int fbx_cuda_launch_global_pool(const float *x, float *y, int64_t rows, int64_t S, int is_max, cudaStream_t s);
+
+/* ---- resize (cuda_resize.cu), float32: per-dim tap tables built on the host ---- */
+typedef struct fbx_cuda_resize_tap {
+  int64_t i0, i1;              /* source indices (nearest: i0 == i1) */
+  float w1;                    /* linear: weight of i1 */
+  int outside;                 /* tf_crop_and_resize outside the roi: extrapolation value */
+} fbx_cuda_resize_tap;
+
+typedef struct fbx_cuda_resize_args {
+  int64_t n;                   /* output elements */
+  int rank, linear;
+  float extrap;
+  int64_t out_dims[FBX_CUDA_RANK], in_strides[FBX_CUDA_RANK], tap_off[FBX_CUDA_RANK];
+  unsigned char interp[FBX_CUDA_RANK]; /* linear: the dims that interpolate */
+  const fbx_cuda_resize_tap *taps;     /* device memory */
+  const float *x;
+  float *y;
+} fbx_cuda_resize_args;
+
+int fbx_cuda_launch_resize(const fbx_cuda_resize_args *a, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,9 @@ FBX__E(k_shape, fbx_cuda_k_shape, fbx_cuda_s_movement);
 FBX__E(k_const_of_shape, fbx_cuda_k_constant_of_shape, fbx_cuda_s_movement);
 FBX__E(k_range, fbx_cuda_k_range, fbx_cuda_s_movement);
 FBX__E(k_conv, fbx_cuda_k_conv, fbx_cuda_s_conv);
+FBX__E(k_conv_transpose, fbx_cuda_k_conv_transpose, fbx_cuda_s_conv);
 FBX__E(k_pool, fbx_cuda_k_pool, fbx_cuda_s_conv);
+FBX__E(k_resize, fbx_cuda_k_resize, fbx_cuda_s_resize);
 FBX__E(k_global_pool, fbx_cuda_k_global_pool, fbx_cuda_s_f32);
 #undef FBX__E
 
@@ -52,6 +54,8 @@ const fbx_cuda_op_entry *fbx_cuda_op(fbx_ir_op op) {
     case FBX_IR_OP_CONSTANT_OF_SHAPE: return &k_const_of_shape;
     case FBX_IR_OP_RANGE: return &k_range;
     case FBX_IR_OP_CONV: return &k_conv;
+    case FBX_IR_OP_CONV_TRANSPOSE: return &k_conv_transpose;
+    case FBX_IR_OP_RESIZE: return &k_resize;
     case FBX_IR_OP_MAXPOOL: case FBX_IR_OP_AVGPOOL: case FBX_IR_OP_LPPOOL: return &k_pool;
     case FBX_IR_OP_GLOBAL_AVGPOOL: case FBX_IR_OP_GLOBAL_MAXPOOL: return &k_global_pool;
     default: break;
