@@ -40,12 +40,14 @@ static fbx_status *fbx__slots_put(fbx_cuda_ctx *c, void *p, size_t bytes) {
   return NULL;
 }
 
-static void fbx__slots_del(fbx_cuda_ctx *c, void *p) {
-  if (!c->n_slots) return;
+/* Returns the block's size, 0 when p is not ours. */
+static size_t fbx__slots_del(fbx_cuda_ctx *c, void *p) {
+  if (!c->n_slots) return 0;
   size_t h = fbx__slot_hash(p, c->n_slots);
   while (c->slots[h].p && c->slots[h].p != p) h = (h + 1) & (c->n_slots - 1);
-  if (!c->slots[h].p) return;
-  c->mem_in_use -= c->slots[h].bytes;
+  if (!c->slots[h].p) return 0;
+  size_t bytes = c->slots[h].bytes;
+  c->mem_in_use -= bytes;
   c->n_used--;
   /* backward-shift deletion keeps probe chains intact */
   size_t i = h;
@@ -54,7 +56,7 @@ static void fbx__slots_del(fbx_cuda_ctx *c, void *p) {
     size_t j = i;
     for (;;) {
       j = (j + 1) & (c->n_slots - 1);
-      if (!c->slots[j].p) return;
+      if (!c->slots[j].p) return bytes;
       size_t k = fbx__slot_hash(c->slots[j].p, c->n_slots);
       if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j)) continue;
       c->slots[i] = c->slots[j];
@@ -64,14 +66,47 @@ static void fbx__slots_del(fbx_cuda_ctx *c, void *p) {
   }
 }
 
+/* Blocks are rounded to 256 bytes and kept on a free list when released, so
+ * steady-state runs (and the eager path, which allocates per value per run)
+ * reuse device memory instead of calling cudaMalloc/cudaFree, which
+ * synchronise the device. Reuse is safe without events: every kernel and copy
+ * runs on the one stream, so a block's next user is ordered after its last. */
+#define FBX__CUDA_CACHE_MAX_BYTES ((size_t)2 << 30)
+
+static void fbx__cuda_cache_release_all(fbx_cuda_ctx *c) {
+  for (size_t i = 0; i < c->n_cached; i++) cudaFree(c->cached[i].p);
+  c->n_cached = 0;
+  c->cached_bytes = 0;
+}
+
 static fbx_status *fbx__cuda_buffer_alloc(fbx_backend *be, size_t bytes, void **out) {
   fbx_cuda_ctx *c = fbx__ctx(be);
   *out = NULL;
+  size_t need = bytes ? (bytes + 255) & ~(size_t)255 : 256;
   pthread_mutex_lock(&c->lock);
   cudaSetDevice(c->device);
   void *p = NULL;
-  fbx_status *st = fbx_cuda_check(cudaMalloc(&p, bytes ? bytes : 256), "cudaMalloc");
-  if (!st && (st = fbx__slots_put(c, p, bytes))) cudaFree(p);
+  size_t got = need, best = (size_t)-1;
+  for (size_t i = 0; i < c->n_cached; i++) /* best fit, at most twice the size */
+    if (c->cached[i].bytes >= need && c->cached[i].bytes <= 2 * need &&
+        (best == (size_t)-1 || c->cached[i].bytes < c->cached[best].bytes)) best = i;
+  fbx_status *st = NULL;
+  if (best != (size_t)-1) {
+    p = c->cached[best].p;
+    got = c->cached[best].bytes;
+    c->cached_bytes -= got;
+    c->cached[best] = c->cached[--c->n_cached];
+  } else {
+    cudaError_t e = cudaMalloc(&p, need);
+    if (e == cudaErrorMemoryAllocation && c->n_cached) { /* give the cache back, then try again */
+      cudaGetLastError();
+      cudaStreamSynchronize(c->stream);
+      fbx__cuda_cache_release_all(c);
+      e = cudaMalloc(&p, need);
+    }
+    st = fbx_cuda_check(e, "cudaMalloc");
+  }
+  if (!st && (st = fbx__slots_put(c, p, got))) cudaFree(p);
   pthread_mutex_unlock(&c->lock);
   if (!st) *out = p;
   return st;
@@ -82,8 +117,24 @@ static void fbx__cuda_buffer_free(fbx_backend *be, void *p) {
   fbx_cuda_ctx *c = fbx__ctx(be);
   pthread_mutex_lock(&c->lock);
   cudaSetDevice(c->device);
-  cudaFree(p);  /* waits for work that may still read it */
-  fbx__slots_del(c, p);
+  size_t bytes = fbx__slots_del(c, p);
+  bool keep = bytes && c->cached_bytes + bytes <= FBX__CUDA_CACHE_MAX_BYTES;
+  if (keep && c->n_cached == c->cap_cached) {
+    size_t cap = c->cap_cached ? c->cap_cached * 2 : 64;
+    fbx_cuda_alloc_slot *q = fbx_realloc(c->cached, cap * sizeof *q);
+    if (q) {
+      c->cached = q;
+      c->cap_cached = cap;
+    } else {
+      keep = false;
+    }
+  }
+  if (keep) {
+    c->cached[c->n_cached++] = (fbx_cuda_alloc_slot){p, bytes};
+    c->cached_bytes += bytes;
+  } else {
+    cudaFree(p); /* waits for work that may still read it */
+  }
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -163,6 +214,9 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     for (size_t i = 0; i < c->n_slots; i++)
       if (c->slots[i].p) cudaFree(c->slots[i].p);  /* buffers the engine did not free */
     fbx_free(c->slots);
+    fbx__cuda_cache_release_all(c);
+    fbx_free(c->cached);
+    fbx_cuda_gemm_plans_destroy(c);
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->lt_ws);
     cudaFree(c->params);

@@ -106,10 +106,15 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
     fbx_free(owned);
     return NULL;
   }
-  void *dprog = NULL;
-  fbx_status *st = fbx_cuda_upload_params(c, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)(a.n_ins ? a.n_ins : 1), &dprog);
-  fbx_free(owned);
-  FBX_TRY(st);
-  a.prog = dprog;
+  if (a.n_ins <= FBX_CUDA_EW_INLINE) { /* no upload: the program rides in the launch parameters */
+    memcpy(a.inline_prog, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins);
+    fbx_free(owned);
+  } else {
+    void *dprog = NULL;
+    fbx_status *st = fbx_cuda_upload_params(c, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins, &dprog);
+    fbx_free(owned);
+    FBX_TRY(st);
+    a.prog = dprog;
+  }
   return fbx_cuda_launched(fbx_cuda_launch_ew(&a, c->stream), fbx_ir_op_name(node->op));
 }

@@ -255,7 +255,7 @@ __global__ void ew_kernel(const fbx_cuda_ew_args a) {
       K[k] = a.in_ek[k];
     }
     for (int j = 0; j < a.n_ins; j++) {
-      const fbx_cuda_ew_ins in = a.prog[j];
+      const fbx_cuda_ew_ins in = a.prog ? a.prog[j] : a.inline_prog[j];
       R[a.n_in + j] = exec(in, R, K);
       K[a.n_in + j] = (unsigned char)in.ek;
     }
@@ -264,6 +264,8 @@ __global__ void ew_kernel(const fbx_cuda_ew_args a) {
 }
 
 }  // namespace
+
+static_assert(sizeof(fbx_cuda_ew_args) <= 4096, "kernel parameters are limited to 4 KiB");
 
 extern "C" int fbx_cuda_launch_ew(const fbx_cuda_ew_args *a, cudaStream_t s) {
   if (a->n <= 0) return 0;

@@ -41,6 +41,10 @@ typedef struct fbx_cuda_ctx {
   size_t mem_in_use;          /* bytes held by buffer_alloc */
   fbx_cuda_alloc_slot *slots; /* open-addressing table pointer -> size (memory_in_use) */
   size_t n_slots, n_used;
+  fbx_cuda_alloc_slot *cached; /* freed blocks kept for reuse (no cudaMalloc/cudaFree per run) */
+  size_t n_cached, cap_cached, cached_bytes;
+  struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
+  int n_gemm_plans, next_gemm_plan;
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -91,6 +95,8 @@ fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int6
                               const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
                               int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c,
                               int64_t batch);
+
+void fbx_cuda_gemm_plans_destroy(fbx_cuda_ctx *c);
 
 /* ---- kernels, one per op family file ---- */
 fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS);           /* EW1/EW2/EW3 and FUSED_EW */

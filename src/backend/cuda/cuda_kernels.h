@@ -18,6 +18,7 @@ extern "C" {
 #define FBX_CUDA_RANK 8        /* = FBX_MAX_RANK (checked in cuda_internal.h) */
 #define FBX_CUDA_EW_MAX_IN 16  /* fused programs with more inputs are declined */
 #define FBX_CUDA_EW_MAX_REGS 128 /* inputs + instructions of one program */
+#define FBX_CUDA_EW_INLINE 48    /* programs up to this long travel inside the kernel parameters */
 
 /* Element kinds the kernels load and store (a subset of fbx_dtype). */
 typedef enum fbx_cuda_ek_kind {
@@ -48,7 +49,8 @@ typedef struct fbx_cuda_ew_args {
   unsigned char in_same[FBX_CUDA_EW_MAX_IN];  /* 1: input has the output's shape (offset = index) */
   void *out;
   int out_ek;
-  const fbx_cuda_ew_ins *prog; /* device memory, n_ins entries */
+  const fbx_cuda_ew_ins *prog; /* device memory, n_ins entries; NULL: the program is in inline_prog */
+  fbx_cuda_ew_ins inline_prog[FBX_CUDA_EW_INLINE];
 } fbx_cuda_ew_args;
 
 int fbx_cuda_launch_ew(const fbx_cuda_ew_args *a, cudaStream_t s);

@@ -4,9 +4,8 @@
  *
  * cuBLASLt is column-major; a row-major C (M x N) = op(A) op(B) is the
  * column-major C^T (N x M) = op(B)^T op(A)^T, so the operands swap and the
- * layouts are the row-major buffers read as column-major. Step 1 builds the
- * descriptors and asks the heuristic on every call (tens of microseconds);
- * caching them per node is the next step. */
+ * layouts are the row-major buffers read as column-major. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -37,52 +36,108 @@ static uint32_t fbx__lt_align(const void *p, int64_t stride_elems, int64_t batch
   return r;
 }
 
+/* Descriptors, layouts and the heuristic's algorithm, kept per GEMM shape
+ * (a few dozen distinct shapes per model): a repeated GEMM is one
+ * cublasLtMatmul call. Round-robin replacement. */
+#define FBX__GEMM_PLANS 64
+
+typedef struct fbx__gemm_key {
+  int64_t ta, tb, M, N, K, lda, ldb, ldc, sa, sb, sc, batch;
+  uint32_t al_a, al_b, al_c, tf32;
+} fbx__gemm_key;
+
+struct fbx_cuda_gemm_plan {
+  fbx__gemm_key key;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;   /* cuBLASLt's A (our B), B (our A), C = D */
+  cublasLtMatmulAlgo_t algo;
+};
+
+static void fbx__gemm_plan_clear(struct fbx_cuda_gemm_plan *p) {
+  if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+  if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+  if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+  if (p->desc) cublasLtMatmulDescDestroy(p->desc);
+  memset(p, 0, sizeof *p);
+}
+
+void fbx_cuda_gemm_plans_destroy(fbx_cuda_ctx *c) {
+  for (int i = 0; i < c->n_gemm_plans; i++) fbx__gemm_plan_clear(&c->gemm_plans[i]);
+  free(c->gemm_plans);
+  c->gemm_plans = NULL;
+  c->n_gemm_plans = 0;
+}
+
+/* Builds p for key k (p is cleared first); on failure p stays cleared. */
+static fbx_status *fbx__gemm_plan_build(fbx_cuda_ctx *c, const fbx__gemm_key *k, struct fbx_cuda_gemm_plan *p) {
+  fbx__gemm_plan_clear(p);
+  cublasLtMatmulPreference_t pref = NULL;
+  fbx_status *st = NULL;
+  cublasComputeType_t ct = k->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  /* first operand: B, giving op(B)^T (N x K) */
+  cublasOperation_t op1 = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, op2 = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int64_t M = k->M, N = k->N, K = k->K;
+  if ((st = fbx__lt(cublasLtMatmulDescCreate(&p->desc, ct, CUDA_R_32F), "descriptor"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op1, sizeof op1), "transA"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op2, sizeof op2), "transB"))) goto done;
+  if ((st = fbx__lt(fbx__lt_layout(&p->la, k->tb ? K : N, k->tb ? N : K, k->ldb, k->batch, k->sb), "layout B"))) goto done;
+  if ((st = fbx__lt(fbx__lt_layout(&p->lb, k->ta ? M : K, k->ta ? K : M, k->lda, k->batch, k->sa), "layout A"))) goto done;
+  if ((st = fbx__lt(fbx__lt_layout(&p->lc, N, M, k->ldc, k->batch, k->sc), "layout C"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceCreate(&pref), "preference"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &c->lt_ws_size,
+                                                         sizeof c->lt_ws_size), "workspace preference"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &k->al_a, sizeof k->al_a), "alignment A"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k->al_b, sizeof k->al_b), "alignment B"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k->al_c, sizeof k->al_c), "alignment C"))) goto done;
+  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k->al_c, sizeof k->al_c), "alignment D"))) goto done;
+  cublasLtMatmulHeuristicResult_t res;
+  int found = 0;
+  memset(&res, 0, sizeof res);
+  if ((st = fbx__lt(cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &found), "heuristic"))) goto done;
+  if (found < 1) {
+    st = FBX_ERR_NOTIMPL("device 'cuda': cuBLASLt has no algorithm for GEMM %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
+    goto done;
+  }
+  p->algo = res.algo;
+  p->key = *k;
+done:
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  if (st) fbx__gemm_plan_clear(p);
+  return st;
+}
+
 fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                               const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
                               int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c,
                               int64_t batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return NULL;
   if (batch > INT32_MAX) return FBX_ERR_NOTIMPL("device 'cuda': GEMM batch %lld too large", (long long)batch);
-  cublasLtMatmulDesc_t desc = NULL;
-  cublasLtMatrixLayout_t lb = NULL, la = NULL, lc = NULL;
-  cublasLtMatmulPreference_t pref = NULL;
-  fbx_status *st = NULL;
-  cublasComputeType_t ct = c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  /* first operand: B, giving op(B)^T (N x K) */
-  cublasOperation_t op1 = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op2 = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if ((st = fbx__lt(cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F), "descriptor"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op1, sizeof op1), "transA"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op2, sizeof op2), "transB"))) goto done;
-  if ((st = fbx__lt(fbx__lt_layout(&lb, tb ? K : N, tb ? N : K, ldb, batch, stride_b), "layout B"))) goto done;
-  if ((st = fbx__lt(fbx__lt_layout(&la, ta ? M : K, ta ? K : M, lda, batch, stride_a), "layout A"))) goto done;
-  if ((st = fbx__lt(fbx__lt_layout(&lc, N, M, ldc, batch, stride_c), "layout C"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulPreferenceCreate(&pref), "preference"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &c->lt_ws_size,
-                                                         sizeof c->lt_ws_size), "workspace preference"))) goto done;
-  /* cuBLASLt's A is our B (operands swap for row-major) */
-  uint32_t al_a = fbx__lt_align(B, stride_b, batch), al_b = fbx__lt_align(A, stride_a, batch),
-           al_c = fbx__lt_align(C, stride_c, batch);
-  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a), "alignment A"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b), "alignment B"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c), "alignment C"))) goto done;
-  if ((st = fbx__lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c), "alignment D"))) goto done;
-  cublasLtMatmulHeuristicResult_t res;
-  int found = 0;
-  memset(&res, 0, sizeof res);
-  if ((st = fbx__lt(cublasLtMatmulAlgoGetHeuristic(c->lt, desc, lb, la, lc, lc, pref, 1, &res, &found), "heuristic"))) goto done;
-  if (found < 1) {
-    st = FBX_ERR_NOTIMPL("device 'cuda': cuBLASLt has no algorithm for GEMM %lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
-    goto done;
+  fbx__gemm_key k;
+  memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
+  bool b1 = batch > 1;
+  k = (fbx__gemm_key){.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
+                      .sa = b1 ? stride_a : 0, .sb = b1 ? stride_b : 0, .sc = b1 ? stride_c : 0, .batch = batch,
+                      /* cuBLASLt's A is our B (operands swap for row-major) */
+                      .al_a = fbx__lt_align(B, stride_b, batch), .al_b = fbx__lt_align(A, stride_a, batch),
+                      .al_c = fbx__lt_align(C, stride_c, batch), .tf32 = c->tf32};
+  struct fbx_cuda_gemm_plan *p = NULL;
+  for (int i = 0; i < c->n_gemm_plans && !p; i++)
+    if (c->gemm_plans[i].desc && memcmp(&c->gemm_plans[i].key, &k, sizeof k) == 0) p = &c->gemm_plans[i];
+  if (!p) {
+    if (!c->gemm_plans) {
+      c->gemm_plans = calloc(FBX__GEMM_PLANS, sizeof *c->gemm_plans);
+      if (!c->gemm_plans) return FBX_ERR_OOM();
+    }
+    if (c->n_gemm_plans < FBX__GEMM_PLANS) {
+      p = &c->gemm_plans[c->n_gemm_plans++];
+    } else {
+      p = &c->gemm_plans[c->next_gemm_plan];
+      c->next_gemm_plan = (c->next_gemm_plan + 1) % FBX__GEMM_PLANS;
+    }
+    FBX_TRY(fbx__gemm_plan_build(c, &k, p));
   }
-  st = fbx__lt(cublasLtMatmul(c->lt, desc, &alpha, B, lb, A, la, &beta, C, lc, C, lc, &res.algo, c->lt_ws,
-                              c->lt_ws_size, c->stream), "matmul");
-done:
-  if (pref) cublasLtMatmulPreferenceDestroy(pref);
-  if (lc) cublasLtMatrixLayoutDestroy(lc);
-  if (la) cublasLtMatrixLayoutDestroy(la);
-  if (lb) cublasLtMatrixLayoutDestroy(lb);
-  if (desc) cublasLtMatmulDescDestroy(desc);
-  return st;
+  return fbx__lt(cublasLtMatmul(c->lt, p->desc, &alpha, B, p->la, A, p->lb, &beta, C, p->lc, C, p->lc, &p->algo,
+                                c->lt_ws, c->lt_ws_size, c->stream), "matmul");
 }
 
 /* MATMUL: numpy batched matmul with broadcast batch dims and 1-D operands,
