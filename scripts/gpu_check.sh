@@ -5,7 +5,8 @@
 #   2. compute-sanitizer memcheck on test_cuda_ops (when compute-sanitizer is on PATH
 #      or in /usr/local/cuda/bin; said when it is not);
 #   3. `fusebox check MODEL --ep-option device=cuda` (Fusebox on the GPU vs ORT's CPU EP)
-#      on the generated models and the PP-OCR models, compiled and eager (compile=off);
+#      on the generated models and the PP-OCR models, compiled and eager (compile=off), and a
+#      greedy decode of the generated decoder that must give ORT's tokens;
 #   4. compute-sanitizer memcheck on `fusebox check` of the generated models;
 #   5. `fusebox bench` with device=cuda (timings, informational: they pass when they run).
 # Environment: FUSEBOX_ORT_LIB (default .deps/lib/libonnxruntime.1.30.so), FBX_GPU_LOG
@@ -75,6 +76,11 @@ for c in "${CASES[@]}"; do
       --ep-option device=cuda --ep-option compile=$compile
   done
 done
+if [ -f models/gen/decoder_tiny.onnx ]; then
+  run_case "generate decoder_tiny device=cuda identical tokens" "$BUILD/fusebox" generate models/gen/decoder_tiny.onnx \
+    --ort "$ORT" --prompt-len 8 --new-tokens 16 --ep-option device=cuda
+  grep -hiE "tok/s|identical" "$LOG"/generate_decoder_tiny*.log | head -4 | sed 's/^/      /'
+fi
 if [ -n "$CS" ]; then
   for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx; do
     [ -f "$m" ] || continue
