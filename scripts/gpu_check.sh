@@ -81,6 +81,11 @@ if [ -f models/gen/decoder_tiny.onnx ]; then
     --ort "$ORT" --prompt-len 8 --new-tokens 16 --ep-option device=cuda
   grep -hiE "tok/s|identical" "$LOG"/generate_decoder_tiny*.log | head -4 | sed 's/^/      /'
 fi
+if [ -f models/gen/decoder_small.onnx ]; then
+  run_case "generate decoder_small device=cuda identical tokens" "$BUILD/fusebox" generate models/gen/decoder_small.onnx \
+    --ort "$ORT" --prompt-len 32 --new-tokens 64 --ep-option device=cuda
+  grep -hiE "tok/s|identical" "$LOG"/generate_decoder_small*.log | head -4 | sed 's/^/      /'
+fi
 if [ -n "$CS" ]; then
   for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx; do
     [ -f "$m" ] || continue
@@ -92,6 +97,7 @@ fi
 echo "== timing: fusebox bench --ep-option device=cuda (Fusebox on the GPU vs ORT's CPU EP; informational) =="
 BENCH=(
   "models/gen/decoder_tiny.onnx|"
+  "models/gen/decoder_small.onnx|"
   "models/gen/cnn_small.onnx|"
   "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x640x640"
 )

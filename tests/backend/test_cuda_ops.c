@@ -22,6 +22,7 @@
 #include "ir/ir_compiled.h"
 
 static fbx_backend *g_cpu, *g_cuda;
+static char g_lib[PATH_MAX + 32]; /* libfusebox_cuda.so of this build */
 static bool g_tested[FBX_IR_OP_COUNT];
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
 
@@ -306,6 +307,18 @@ static void test_matmul(void) {
   CASE("MATMUL Gemm trans_b alpha 0.5 (6,9)x(4,9)^T", FBX_IR_OP_MATMUL, &g, 1e-5, frnd(T(FBX_DTYPE_F32, 6, 9)), frnd(T(FBX_DTYPE_F32, 4, 9)));
   fbx_ir_params ga = {.matmul = {.trans_a = 1, .trans_b = 1, .alpha = 1.f}};
   CASE("MATMUL trans_a trans_b (9,6)^T x (4,9)^T", FBX_IR_OP_MATMUL, &ga, 1e-5, frnd(T(FBX_DTYPE_F32, 9, 6)), frnd(T(FBX_DTYPE_F32, 4, 9)));
+  /* tf32=on: a second device backend; TF32 keeps 10 mantissa bits, so ~1e-3 relative per product */
+  fbx_backend *fp32 = g_cuda, *tf = NULL;
+  fbx_cuda_options to = {.device_id = 0, .tf32 = true, .library = g_lib};
+  fbx_status *st = fbx_cuda_backend_open(&to, &tf);
+  CHECK(!st, "open a tf32 backend: %s", fbx_status_message(st));
+  fbx_status_free(st);
+  if (tf) {
+    g_cuda = tf;
+    CASE("MATMUL tf32 (64,512)x(512,96)", FBX_IR_OP_MATMUL, &p, 2e-2, frnd(T(FBX_DTYPE_F32, 64, 512)), frnd(T(FBX_DTYPE_F32, 512, 96)));
+    g_cuda = fp32;
+    fbx_backend_destroy(tf);
+  }
   fbx_ir_params gt = {.matmul = {.trans_a = 1, .alpha = 1.f}};
   CASE("MATMUL trans_a batched (3,9,6)^T x (3,9,5)", FBX_IR_OP_MATMUL, &gt, 1e-5, frnd(T(FBX_DTYPE_F32, 3, 9, 6)), frnd(T(FBX_DTYPE_F32, 3, 9, 5)));
 }
@@ -532,7 +545,6 @@ typedef struct shared_state {
   int passed, failed;
 } shared_state;
 static shared_state *g_sh;
-static char g_lib[PATH_MAX + 32];
 
 static fbx_status *open_backends(void) {
   fbx_cuda_options co = {.device_id = 0, .library = g_lib};
