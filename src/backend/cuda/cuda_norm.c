@@ -6,6 +6,11 @@
 #include "cuda_internal.h"
 
 bool fbx_cuda_s_f32(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size) {
+  if (node->op == FBX_IR_OP_LAYER_NORM && node->n_outputs > 1 && node->outputs &&
+      (node->outputs[1] != FBX_IR_NONE || (node->n_outputs > 2 && node->outputs[2] != FBX_IR_NONE))) {
+    snprintf(why, why_size, "LAYER_NORM with Mean/InvStdDev outputs");
+    return false;
+  }
   for (int i = 0; i < n_in; i++) {
     if (in[i].rank < 0) continue;
     bool index_input = (node->op == FBX_IR_OP_RESIZE && i > 0);
