@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../backend/backend_cuda.h"
 #include "../base/alloc.h"
 #include "ep_internal.h"
 #include "ep_profiler.h"
@@ -40,6 +41,11 @@ fbx_status *fbx_ep_options_from_session(const OrtSessionOptions *so, fbx_ep_opti
  * "opaque", or "opaque:decline=<IR op>" to have its supports() refuse an op. */
 static fbx_status *create_backend(const fbx_ep_options *opt, fbx_backend **out) {
   *out = NULL;
+  if (opt->device == FBX_EP_DEVICE_CUDA) {
+    /* dlopens libfusebox_cuda.so next to this library; a clear error without library, driver or GPU */
+    fbx_cuda_options cuo = {.device_id = opt->device_id, .tf32 = opt->tf32};
+    return fbx_cuda_backend_open(&cuo, out);
+  }
   const char *tb = getenv("FUSEBOX_TEST_BACKEND");
   if (!tb || !tb[0] || strcmp(tb, "cpu") == 0) {
     fbx_cpu_options copt = {.threads = opt->threads};

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit"
+#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit, tf32"
 
 void fbx_ep_options_default(fbx_ep_options *o) {
   o->device = FBX_EP_DEVICE_CPU;
@@ -13,6 +13,7 @@ void fbx_ep_options_default(fbx_ep_options *o) {
   o->threads = 0;
   o->compile = true;
   o->cache_limit = 16;
+  o->tf32 = false;
 }
 
 /* The numeric options: one parser, one message. note: what the range means. */
@@ -63,18 +64,24 @@ fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *v
     if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->compile = true;
     else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->compile = false;
     else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'compile' (accepted: on, off)", value);
+  } else if (strcmp(key, "tf32") == 0) {
+    if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->tf32 = true;
+    else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->tf32 = false;
+    else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'tf32' (accepted: on, off)", value);
   } else {
     return FBX_ERR_ARG("Fusebox: unknown EP option '%s' (accepted: " FBX_EP_OPTION_KEYS ")", key);
   }
   return NULL;
 }
 
+/* device=cuda is accepted here; whether this build, driver and machine have a
+ * GPU is answered when the EP opens the CUDA backend (backend_cuda_loader.c). */
 fbx_status *fbx_ep_options_validate(const fbx_ep_options *o) {
-  if (o->device == FBX_EP_DEVICE_CUDA)
-    return FBX_ERR_ARG("Fusebox: device 'cuda' is not available in this build (accepted: cpu)");
   /* the CPU is one device: Fusebox lists one OrtEpDevice for it */
   if (o->device == FBX_EP_DEVICE_CPU && o->device_id != 0)
     return FBX_ERR_ARG("Fusebox: bad value '%d' for EP option 'device_id' (accepted: 0; device 'cpu' has one device)",
                        o->device_id);
+  if (o->tf32 && o->device != FBX_EP_DEVICE_CUDA)
+    return FBX_ERR_ARG("Fusebox: EP option 'tf32' applies to device 'cuda' only");
   return NULL;
 }

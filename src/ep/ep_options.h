@@ -23,6 +23,7 @@ typedef struct fbx_ep_options {
   int threads;            /* 0..FBX_EP_THREADS_MAX, 0 = all online cores (default) */
   bool compile;           /* "on" (default) | "off": off = always eager */
   int cache_limit;        /* 1..FBX_EP_CACHE_LIMIT_MAX, default 16: plans cached per fused subgraph */
+  bool tf32;              /* "on" | "off" (default): TF32 tensor cores for fp32 GEMMs on cuda */
 } fbx_ep_options;
 
 /* The session config prefix ORT gives our keys: "ep." + lower-case EP name + ".". */
@@ -34,7 +35,7 @@ void fbx_ep_options_default(fbx_ep_options *o);
  * key and the accepted keys/values. Numbers are plain decimal digits, nothing
  * around them (" 2", "2x", "-1", "" are bad values). */
 fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *value);
-/* Checks that need the whole set and this build (e.g. no CUDA backend yet). */
+/* Checks that need the whole set (e.g. tf32 only with device=cuda). */
 fbx_status *fbx_ep_options_validate(const fbx_ep_options *o);
 
 #endif

@@ -72,11 +72,17 @@ int main(void) {
   CHECK(set_fails_with(&o, "device", "tpu", "'device'", "cpu, cuda"), "device=tpu rejected");
   CHECK(set_ok(&o, "device", "cuda") && o.device == FBX_EP_DEVICE_CUDA, "device=cuda parses");
   s = fbx_ep_options_validate(&o);
-  CHECK(s && strstr(fbx_status_message(s), "device 'cuda' is not available in this build"),
-        "device=cuda refused by validate in a CPU-only build");
+  CHECK(!s, "device=cuda passes validate (the backend says at creation whether a GPU is there)");
   fbx_status_free(s);
+  CHECK(set_ok(&o, "tf32", "on") && o.tf32, "tf32=on");
+  CHECK(set_fails_with(&o, "tf32", "fast", "'tf32'", "on, off"), "tf32=fast rejected");
+  CHECK(set_ok(&o, "device", "cpu"), "device=cpu again");
+  s = fbx_ep_options_validate(&o);
+  CHECK(s && strstr(fbx_status_message(s), "'tf32' applies to device 'cuda' only"), "tf32 with device=cpu refused");
+  fbx_status_free(s);
+  o.tf32 = false;
   CHECK(set_fails_with(&o, "treads", "2", "unknown EP option 'treads'",
-                       "(accepted: device, device_id, threads, compile, cache_limit)"),
+                       "(accepted: device, device_id, threads, compile, cache_limit, tf32)"),
         "unknown key names key and accepted keys");
   CHECK(set_fails_with(&o, "", "2", "unknown EP option ''", NULL), "empty key rejected");
   printf("options: %d passed, %d failed\n", passed, failed);

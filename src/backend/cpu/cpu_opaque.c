@@ -68,8 +68,7 @@ static fbx_status *fbx__opq_buffer_alloc_u(fbx_backend *be, size_t bytes, void *
 static void fbx__opq_buffer_free_u(fbx_backend *be, void *h) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (!h) return;
-  FBX_ASSERT(fbx__opq_is_handle(h));
-  if (!fbx__opq_is_handle(h)) return; /* not ours: leaking beats freeing a foreign pointer */
+  if (!FBX_ASSERT(fbx__opq_is_handle(h))) return; /* not ours: leaking beats freeing a foreign pointer */
   fbx__opq_flush(c);
   c->st.frees++;
   c->cpu->vt->buffer_free(c->cpu, fbx__opq_addr(h));

@@ -1,0 +1,130 @@
+/* Host-side internals of the CUDA backend (libfusebox_cuda.so): the context,
+ * the per-op kernel table and helpers shared by the op-family files.
+ *
+ * Execution model (step 1): one CUDA stream per backend; every kernel and
+ * copy is enqueued on it, so stream order is the only ordering needed.
+ * run_node never synchronises except to read the small shape-data inputs an
+ * op needs on the host (Slice starts, Pad pads, ...); synchronize() waits
+ * for the stream and reports device-side errors (bad gather indices). */
+#ifndef FBX_CUDA_INTERNAL_H
+#define FBX_CUDA_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../backend.h"
+#include "../backend_cuda.h"
+#include "cuda_kernels.h"
+
+_Static_assert(FBX_CUDA_RANK == FBX_MAX_RANK, "cuda_kernels.h rank must match FBX_MAX_RANK");
+
+typedef struct fbx_cuda_alloc_slot { void *p; size_t bytes; } fbx_cuda_alloc_slot;
+
+typedef struct fbx_cuda_ctx {
+  int device;
+  char device_name[256];
+  cudaStream_t stream;
+  cublasLtHandle_t lt;
+  void *lt_ws;                /* cuBLASLt workspace, lt_ws_size bytes of device memory */
+  size_t lt_ws_size;
+  bool tf32;
+  void *params;               /* device copy of one launch's tables (an ew program) */
+  size_t params_cap;
+  void *scratch;              /* device scratch (im2col columns) */
+  size_t scratch_cap;
+  int *err_flag;              /* device int: kernels set 1 on an out-of-range index */
+  int *err_host;              /* pinned host copy read at synchronize */
+  pthread_mutex_t lock;       /* one run_node at a time (the stream and scratch are shared) */
+  size_t mem_in_use;          /* bytes held by buffer_alloc */
+  fbx_cuda_alloc_slot *slots; /* open-addressing table pointer -> size (memory_in_use) */
+  size_t n_slots, n_used;
+  fbx_cuda_alloc_slot *cached; /* freed blocks kept for reuse (no cudaMalloc/cudaFree per run) */
+  size_t n_cached, cap_cached, cached_bytes;
+  struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
+  int n_gemm_plans, next_gemm_plan;
+} fbx_cuda_ctx;
+
+#define FBX_CUDA_KERNEL_ARGS                                                                      \
+  fbx_cuda_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, \
+      int n_out, fbx_kernel_info *info
+typedef fbx_status *(*fbx_cuda_kernel_fn)(FBX_CUDA_KERNEL_ARGS);
+/* Whether the kernel takes this node with these input dtypes/shapes (data may
+ * be NULL); on false, writes why (without the device prefix) into why. */
+typedef bool (*fbx_cuda_supports_fn)(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why,
+                                     size_t why_size);
+
+typedef struct fbx_cuda_op_entry {
+  fbx_cuda_kernel_fn run;
+  fbx_cuda_supports_fn supports;  /* NULL = every float32 configuration the IR allows */
+} fbx_cuda_op_entry;
+
+/* cuda_ops.c: the op table (NULL run = no kernel on this device). */
+const fbx_cuda_op_entry *fbx_cuda_op(fbx_ir_op op);
+bool fbx_cuda_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why,
+                       size_t why_size);
+
+/* ---- cuda_util.c ---- */
+/* NULL on cudaSuccess, else "device 'cuda': <what>: <cuda error string>". */
+fbx_status *fbx_cuda_check(cudaError_t e, const char *what);
+/* dtype -> kernel element kind; false for dtypes no kernel handles (F64, U64). */
+bool fbx_cuda_ek(fbx_dtype dt, int *ek);
+/* Row-major element strides of t (rank entries). */
+void fbx_cuda_strides(const fbx_tensor *t, int64_t *st);
+bool fbx_cuda_present(const fbx_tensor *in, int n_in, int i);
+/* Copies a small device tensor to host memory dst (cap bytes) and waits for it:
+ * for the shape-data inputs (starts, pads, scales) an op needs on the host. */
+fbx_status *fbx_cuda_read_small(fbx_cuda_ctx *c, const fbx_tensor *t, void *dst, size_t cap);
+/* Reads element i of a host copy as int64 / double (I64, I32, F32 ...). */
+int64_t fbx_cuda_host_i64(fbx_dtype dt, const void *p, int64_t i);
+double fbx_cuda_host_f64(fbx_dtype dt, const void *p, int64_t i);
+/* Copies bytes of host data into the context's parameter buffer; *dev points at it.
+ * Valid until the next node (the stream orders later overwrites after this node's kernels). */
+fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t bytes, void **dev);
+/* Device scratch of at least bytes, valid for the current node. */
+fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
+/* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
+fbx_status *fbx_cuda_launched(int err, const char *op);
+
+/* ---- cuda_matmul.c: row-major, batched strided fp32 GEMM through cuBLASLt ----
+ * C[b] (M x N, ldc) = alpha * op(A[b]) * op(B[b]) + beta * C[b]; op = transpose when t*.
+ * Strides in elements between consecutive batch matrices (0 = broadcast). */
+fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                              const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
+                              int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c,
+                              int64_t batch);
+
+void fbx_cuda_gemm_plans_destroy(fbx_cuda_ctx *c);
+
+/* ---- kernels, one per op family file ---- */
+fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS);           /* EW1/EW2/EW3 and FUSED_EW */
+bool fbx_cuda_s_ew(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_matmul(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_f32(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_softmax(FBX_CUDA_KERNEL_ARGS);      /* SOFTMAX, LOG_SOFTMAX, HARDMAX */
+fbx_status *fbx_cuda_k_layer_norm(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_instance_norm(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_reduce(FBX_CUDA_KERNEL_ARGS);       /* REDUCE_*, ARGMAX, ARGMIN */
+fbx_status *fbx_cuda_k_copy(FBX_CUDA_KERNEL_ARGS);         /* RESHAPE/SQUEEZE/UNSQUEEZE/FLATTEN */
+fbx_status *fbx_cuda_k_transpose(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_slice(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_expand(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_tile(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_concat(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_split(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_gather(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_shape(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_constant_of_shape(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_range(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_movement(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_conv(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_conv(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_conv_transpose(FBX_CUDA_KERNEL_ARGS);
+fbx_status *fbx_cuda_k_pool(FBX_CUDA_KERNEL_ARGS);         /* MAXPOOL, AVGPOOL, LPPOOL */
+fbx_status *fbx_cuda_k_global_pool(FBX_CUDA_KERNEL_ARGS);  /* GLOBAL_AVGPOOL, GLOBAL_MAXPOOL */
+fbx_status *fbx_cuda_k_resize(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_resize(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+
+#endif
