@@ -38,7 +38,8 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   const char *op = n->op == FBX_IR_OP_FUSED_EW ? "FusedElementwise" : n->onnx_op && n->onnx_op[0] ? n->onnx_op : "op";
   const char *fast = p->fast_names[nid];
   char fast_span[512], suffix[512];
-  fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .node_id = nid,
+  fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .domain = n->onnx_domain,
+                              .node_id = nid,
                               .device = p->be->vt->name ? p->be->vt->name : "cpu"};
   if (fast && n->op == FBX_IR_OP_FUSED_EW) { /* "Add+Mul+Tanh [fast]", one fused elementwise kernel */
     d.fast_span = fast;

@@ -123,6 +123,7 @@ typedef struct fbx_ir_node {
   fbx_ir_params params;
   const char *name;          /* ONNX node name (for traces); may be "" */
   const char *onnx_op;       /* ONNX op type this node came from (for traces) */
+  const char *onnx_domain;   /* ... and its domain ("com.microsoft"; NULL or "" = ai.onnx) */
   int onnx_node_index;       /* index of that node in the fused subgraph, or -1 */
   /* Non-NULL when this node is part of a composed fallback: the ONNX op has a
    * fast path in Fusebox but this configuration was built from generic ops
