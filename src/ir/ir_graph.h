@@ -113,6 +113,14 @@ typedef union fbx_ir_params {
     float extrapolation_value;
   } resize;
   struct { fbx_ir_ew_program *prog; } fused;           /* FUSED_EW */
+  /* SKIP_NORM: y = (s - mean) / sqrt(var + eps) * gamma (+ beta) over the last
+   * dim, s = x (+ skip (+ bias)); simplified (RMSNorm): mean = 0, var = mean(s^2).
+   * has_sum: output 1 is s; has_inv: the last output is 1/sqrt(var + eps). */
+  struct { float epsilon; int simplified, has_sum, has_inv; } skipnorm;
+  /* MATMUL_NBITS: Y(..., N) = A(..., K) @ dequant(B)^T (+ bias), B's column n
+   * block b dequantised as (q - zp) * scale; zp_u8: zero points packed like B
+   * (else float, one per block); accuracy_level 4: A quantised to int8 per block. */
+  struct { int64_t K, N; int bits, block_size, accuracy_level, zp_u8; } nbits;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {

@@ -497,6 +497,14 @@ FBX__RANK_RULE(COMPRESS) {
   if (!fbx_onnx_attr_find(n, "axis")) fbx__rank_set_dynamic(&out[0], 1);
   else if (r0 >= 0) fbx__rank_set_dynamic(&out[0], r0);
 }
+/* Skip(Simplified)LayerNormalization: output and input_skip_bias_sum (0, 3)
+ * like the input; mean / inv_std_var (1, 2) keep its rank. */
+FBX__RANK_RULE(SKIPNORM) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  fbx__rank_copy_in(g, n, 0, &out[0]);
+  if (fbx__rank_n_out(n) > 3) fbx__rank_copy_in(g, n, 0, &out[3]);
+  for (int k = 1; r0 >= 0 && k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], r0);
+}
 
 static const fbx__rank_rule_fn fbx__rank_rules[] = {
 #define X(r) fbx__rank_rule_##r,

@@ -170,7 +170,11 @@
   X("DynamicQuantizeLinear", "", 11, M, dynquant, SAME, OP(ROUND), "")                                        \
   X("MatMulInteger", "", 10, M, mmint, MATMUL, OP(MATMUL), "")                                                \
   X("QLinearMatMul", "", 10, M, qlmm, QLMATMUL, OP(MATMUL), "")                                               \
-  X("Unique", "", 11, M, unique, NONE, 0, "axis,sorted")
+  X("Unique", "", 11, M, unique, NONE, 0, "axis,sorted")                                                    \
+  /* ---- decoder ops, ORT contrib-op semantics (onnx_ops_msft.c) ---- */                                    \
+  X("SimplifiedLayerNormalization", "", 1, M, skipnorm, LAYERNORM, 0, "axis,epsilon,stash_type")              \
+  X("SkipSimplifiedLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 1, "epsilon")             \
+  X("SkipLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 2, "epsilon")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \

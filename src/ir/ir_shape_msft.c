@@ -1,0 +1,37 @@
+/* Shape inference for the decoder ops (ORT contrib-op semantics):
+ * SKIP_NORM, MATMUL_NBITS. Dispatch lives in ir_shape.c. */
+#include <string.h>
+
+#include "ir_shape_util.h"
+
+/* Y and the sum like X; inv_std like X with the last dim 1. Every output float32. */
+static fbx_status *fbx__ir_infer_skip_norm(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out,
+                                           int n_out) {
+  FBX__IR_NEED_IN(node, n_in, 3);
+  const fbx_tensor *x = &in[0];
+  if (x->rank < 1) return FBX__IR_FAIL(node, "input must have a hidden dim");
+  int64_t h = x->dims[x->rank - 1];
+  if (!fbx__ir_present(in, n_in, 2) || fbx__ir_numel(&in[2]) != h)
+    return FBX__IR_FAIL(node, "gamma must have hidden_size (%lld) elements", (long long)h);
+  if (fbx__ir_present(in, n_in, 1)) {
+    int64_t sn = fbx__ir_numel(&in[1]), xn = fbx__ir_numel(x);
+    if (in[1].rank < 1 || in[1].dims[in[1].rank - 1] != h || sn == 0 || xn % sn)
+      return FBX__IR_FAIL(node, "skip does not broadcast over the input rows");
+  }
+  int want = 1 + node->params.skipnorm.has_sum + node->params.skipnorm.has_inv;
+  if (n_out != want) return FBX__IR_FAIL(node, "%d outputs, params say %d", n_out, want);
+  for (int o = 0; o < n_out; o++) {
+    out[o].rank = x->rank;
+    memcpy(out[o].dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    out[o].dtype = FBX_DTYPE_F32;
+  }
+  if (node->params.skipnorm.has_inv) out[n_out - 1].dims[x->rank - 1] = 1;
+  return NULL;
+}
+
+fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
+  switch (node->op) {
+    case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);
+    default: return FBX_ERR_NOTIMPL("not a decoder op");
+  }
+}

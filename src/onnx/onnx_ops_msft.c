@@ -1,0 +1,92 @@
+/* Decoder ops as ONNX Runtime GenAI's model builder emits them, with the
+ * semantics of ORT's contrib-op documentation (docs/ContribOperators.md):
+ *   SimplifiedLayerNormalization (ai.onnx domain in ORT, opset 1),
+ *   com.microsoft SkipSimplifiedLayerNormalization / SkipLayerNormalization
+ *     -> SKIP_NORM (one fused pass: skip + bias + norm);
+ *   com.microsoft MatMulNBits -> MATMUL_NBITS. */
+#include <string.h>
+
+#include "onnx_ops.h"
+
+static fbx_ir_params fbx__msft_p0(void) {
+  fbx_ir_params p;
+  memset(&p, 0, sizeof p);
+  return p;
+}
+
+/* ======================= (Skip)(Simplified)LayerNormalization ======================= */
+
+/* registry aux of the skipnorm family */
+enum { FBX__MSFT_SIMPLIFIED = 0, FBX__MSFT_SKIP_SIMPLIFIED = 1, FBX__MSFT_SKIP_LAYERNORM = 2 };
+
+/* A 1-D float32 vector of h elements (gamma, beta, bias); absent is fine when optional. */
+static bool fbx__msft_vec_ok(const fbx_onnx_cctx *c, int i, int64_t h, bool optional, const char *what) {
+  const fbx_onnx_value *v = fbx__onnx_cin(c, i);
+  if (!v) return optional || fbx__onnx_fail(c, "%s missing", what);
+  if (!fbx__onnx_dt_ok(c, v, FBX__DT(F32), what)) return false;
+  int64_t n = 1;
+  for (int d = 0; d < v->rank; d++) n = v->dims[d] < 0 ? -1 : n * v->dims[d];
+  if (n != h) return fbx__onnx_fail(c, "%s must have hidden_size (%lld) elements", what, (long long)h);
+  return true;
+}
+
+bool fbx__onnx_claim_skipnorm(const fbx_onnx_cctx *c) {
+  int kind = c->e->aux;
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (x->rank < 1 || x->dims[x->rank - 1] < 1) return fbx__onnx_fail(c, "hidden size (last dim) must be static");
+  int64_t h = x->dims[x->rank - 1];
+  if (kind == FBX__MSFT_SIMPLIFIED) {
+    int a;
+    if (!fbx__onnx_axis(fbx_onnx_attr_int(c->n, "axis", -1), x->rank, false, &a) || a != x->rank - 1)
+      return fbx__onnx_fail(c, "only axis = -1 (the last dim) is supported");
+    if (fbx_onnx_attr_int(c->n, "stash_type", 1) != 1) return fbx__onnx_fail(c, "stash_type other than float");
+    if (!fbx__msft_vec_ok(c, 1, h, false, "scale")) return false;
+    if (fbx__onnx_cin(c, 2)) return fbx__onnx_fail(c, "bias input not supported (ORT ignores it)");
+    const fbx_onnx_value *inv = fbx__onnx_cout(c, 1);
+    if (inv && inv->dtype != FBX_DTYPE_F32) return fbx__onnx_fail(c, "inv_std_var must be float32");
+    return true;
+  }
+  if (x->rank != 2 && x->rank != 3) return fbx__onnx_fail(c, "input rank %d (2 or 3 supported)", x->rank);
+  const fbx_onnx_value *s = fbx__onnx_cin(c, 1);
+  if (!fbx__onnx_dt_ok(c, s, FBX__DT(F32), "skip")) return false;
+  if (s->rank < 2 || s->rank > x->rank || (s->dims[s->rank - 1] >= 0 && s->dims[s->rank - 1] != h))
+    return fbx__onnx_fail(c, "skip must be (batch, seq, hidden), (1, seq, hidden) or (seq, hidden)");
+  if (!fbx__msft_vec_ok(c, 2, h, false, "gamma")) return false;
+  int bias_in = kind == FBX__MSFT_SKIP_LAYERNORM ? 4 : 3;
+  if (kind == FBX__MSFT_SKIP_LAYERNORM && !fbx__msft_vec_ok(c, 3, h, true, "beta")) return false;
+  if (!fbx__msft_vec_ok(c, bias_in, h, true, "bias")) return false;
+  if (!fbx__onnx_no_out(c, 1, "mean") || !fbx__onnx_no_out(c, 2, "inv_std_var")) return false;
+  const fbx_onnx_value *sum = fbx__onnx_cout(c, 3);
+  if (sum && sum->dtype != FBX_DTYPE_F32) return fbx__onnx_fail(c, "input_skip_bias_sum must be float32");
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_skipnorm(fbx_onnx_tctx *t) {
+  int kind = t->e->aux;
+  const fbx_onnx_value *x = fbx__onnx_tin_value(t, 0);
+  fbx_ir_params p = fbx__msft_p0();
+  p.skipnorm.epsilon = fbx_onnx_attr_float(t->n, "epsilon", kind == FBX__MSFT_SIMPLIFIED ? 1e-5f : 1e-12f);
+  p.skipnorm.simplified = kind != FBX__MSFT_SKIP_LAYERNORM;
+  /* IR inputs (X, skip, gamma, beta, bias) from the ONNX positions of each op */
+  static const int src[3][5] = {{0, -1, 1, -1, -1}, {0, 1, 2, -1, 3}, {0, 1, 2, 3, 4}};
+  int ins[5];
+  for (int i = 0; i < 5; i++) {
+    ins[i] = FBX_IR_NONE;
+    if (src[kind][i] >= 0) FBX_TRY(fbx__onnx_tin(t, src[kind][i], &ins[i]));
+  }
+  /* outputs: Y, then the sum (ONNX output 3 of the skip ops), then inv_std_var (output 1 of Simplified) */
+  int sum_out = kind == FBX__MSFT_SIMPLIFIED ? -1 : 3, inv_out = kind == FBX__MSFT_SIMPLIFIED ? 1 : -1;
+  p.skipnorm.has_sum = sum_out >= 0 && fbx__onnx_tout_value(t, sum_out) != NULL;
+  p.skipnorm.has_inv = inv_out >= 0 && fbx__onnx_tout_value(t, inv_out) != NULL;
+  int outs[3], onnx_of[3], n_outs = 0;
+  onnx_of[n_outs++] = 0;
+  if (p.skipnorm.has_sum) onnx_of[n_outs++] = sum_out;
+  if (p.skipnorm.has_inv) onnx_of[n_outs++] = inv_out;
+  for (int i = 0; i < n_outs; i++)
+    FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_F32, x->rank, &outs[i]));
+  FBX_TRY(fbx_ir_graph_add_node(t->ir, FBX_IR_OP_SKIP_NORM, ins, 5, outs, n_outs, &p, t->n->name ? t->n->name : "",
+                                t->n->op_type, t->node_index, NULL));
+  for (int i = 0; i < n_outs; i++) fbx__onnx_bind(t, onnx_of[i], outs[i]);
+  return NULL;
+}
