@@ -146,7 +146,8 @@
   X(RESIZE, FBX_IR_CLASS_OTHER, 0xe)    /* (X, roi:f32, scales:f32, sizes:int64); empty = absent */ \
   X(LRN, FBX_IR_CLASS_OTHER, 0)         /* params.lrn */                         \
   /* ---- decoder ops (com.microsoft contrib ops, ir_shape_msft.c) ---- */       \
-  X(SKIP_NORM, FBX_IR_CLASS_OTHER, 0)   /* (X, skip, gamma, beta, bias), absent = NONE; outputs (Y[, sum][, inv_std]); params.skipnorm */
+  X(SKIP_NORM, FBX_IR_CLASS_OTHER, 0)   /* (X, skip, gamma, beta, bias), absent = NONE; outputs (Y[, sum][, inv_std]); params.skipnorm */ \
+  X(MATMUL_NBITS, FBX_IR_CLASS_OTHER, 0) /* (A, B:u8 (N, k_blocks, blob), scales (N, k_blocks), zero_points, bias); params.nbits */
 
 typedef enum fbx_ir_op {
 #define X(name, cls, shape_mask) FBX_IR_OP_##name,

@@ -246,7 +246,8 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
                                 p->arg.keepdims);
       outputs[0].dtype = FBX_DTYPE_I64;
       break;
-    case FBX_IR_OP_SKIP_NORM: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
+    case FBX_IR_OP_SKIP_NORM:
+    case FBX_IR_OP_MATMUL_NBITS: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
     case FBX_IR_OP_CUMSUM:
     case FBX_IR_OP_TRILU:
     case FBX_IR_OP_LRN:

@@ -29,9 +29,23 @@ static fbx_status *fbx__ir_infer_skip_norm(const fbx_ir_node *node, const fbx_te
   return NULL;
 }
 
+/* Y = A's shape with the last dim K replaced by N. */
+static fbx_status *fbx__ir_infer_nbits(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
+  FBX__IR_NEED_IN(node, n_in, 3);
+  const fbx_tensor *a = &in[0];
+  if (a->rank < 1 || a->dims[a->rank - 1] != node->params.nbits.K)
+    return FBX__IR_FAIL(node, "A's last dim must be K=%lld", (long long)node->params.nbits.K);
+  out->rank = a->rank;
+  memcpy(out->dims, a->dims, sizeof(int64_t) * (size_t)a->rank);
+  out->dims[a->rank - 1] = node->params.nbits.N;
+  out->dtype = a->dtype;
+  return NULL;
+}
+
 fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
   switch (node->op) {
     case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);
+    case FBX_IR_OP_MATMUL_NBITS: return fbx__ir_infer_nbits(node, in, n_in, out);
     default: return FBX_ERR_NOTIMPL("not a decoder op");
   }
 }

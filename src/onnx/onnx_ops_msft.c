@@ -90,3 +90,55 @@ fbx_status *fbx__onnx_tr_skipnorm(fbx_onnx_tctx *t) {
   for (int i = 0; i < n_outs; i++) fbx__onnx_bind(t, onnx_of[i], outs[i]);
   return NULL;
 }
+
+/* ======================= MatMulNBits ======================= */
+
+bool fbx__onnx_claim_mnb(const fbx_onnx_cctx *c) {
+  const fbx_onnx_node *n = c->n;
+  int64_t K = fbx_onnx_attr_int(n, "K", -1), N = fbx_onnx_attr_int(n, "N", -1);
+  int64_t bits = fbx_onnx_attr_int(n, "bits", 4), bs = fbx_onnx_attr_int(n, "block_size", -1);
+  int64_t level = fbx_onnx_attr_int(n, "accuracy_level", 0);
+  if (K < 1 || N < 1) return fbx__onnx_fail(c, "attributes K and N are required");
+  if (bits != 4 && bits != 8) return fbx__onnx_fail(c, "bits=%lld (4 and 8 supported)", (long long)bits);
+  if (bs < 16 || bs > 128 || (bs & (bs - 1))) return fbx__onnx_fail(c, "block_size %lld (16..128, powers of two)", (long long)bs);
+  if (level < 0 || level > 4) return fbx__onnx_fail(c, "accuracy_level %lld", (long long)level);
+  if (fbx_onnx_attr_int(n, "weight_prepacked", 0) != 0) return fbx__onnx_fail(c, "B prepacked for another EP");
+  const fbx_onnx_value *a = fbx__onnx_cin(c, 0);
+  if (!fbx__onnx_dt_ok(c, a, FBX__DT(F32), "A")) return false;
+  if (a->rank < 1 || a->dims[a->rank - 1] != K) return fbx__onnx_fail(c, "A's last dim must be K=%lld (static)", (long long)K);
+  int64_t kb = (K + bs - 1) / bs;
+  const fbx_onnx_tensor *b = fbx__onnx_cconst(c, 1, "B"), *s = b ? fbx__onnx_cconst(c, 2, "scales") : NULL;
+  if (!b || !s) return false;
+  if (b->dtype != FBX_DTYPE_U8 || fbx__onnx_tensor_numel(b) != N * kb * (bs * bits / 8))
+    return fbx__onnx_fail(c, "B must be uint8 (N, k_blocks, blob_size)");
+  if (s->dtype != FBX_DTYPE_F32 || fbx__onnx_tensor_numel(s) != N * kb)
+    return fbx__onnx_fail(c, "scales must be float32 (N, k_blocks)");
+  if (fbx__onnx_cin(c, 3)) {
+    const fbx_onnx_tensor *z = fbx__onnx_cconst(c, 3, "zero_points");
+    if (!z) return false;
+    int64_t want = z->dtype == FBX_DTYPE_U8 ? N * ((kb * bits + 7) / 8) : N * kb;
+    if ((z->dtype != FBX_DTYPE_U8 && z->dtype != FBX_DTYPE_F32) || fbx__onnx_tensor_numel(z) != want)
+      return fbx__onnx_fail(c, "zero_points must be uint8 packed (N, ceil(k_blocks*bits/8)) or float32 (N, k_blocks)");
+  }
+  if (fbx__onnx_cin(c, 4)) return fbx__onnx_fail(c, "g_idx not supported");
+  const fbx_onnx_value *bias = fbx__onnx_cin(c, 5);
+  if (bias && (!fbx__onnx_dt_ok(c, bias, FBX__DT(F32), "bias") || bias->rank != 1 || bias->dims[0] != N))
+    return fbx__onnx_fail(c, "bias must be float32 [N]");
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_mnb(fbx_onnx_tctx *t) {
+  const fbx_onnx_node *n = t->n;
+  fbx_ir_params p = fbx__msft_p0();
+  p.nbits.K = fbx_onnx_attr_int(n, "K", 0);
+  p.nbits.N = fbx_onnx_attr_int(n, "N", 0);
+  p.nbits.bits = (int)fbx_onnx_attr_int(n, "bits", 4);
+  p.nbits.block_size = (int)fbx_onnx_attr_int(n, "block_size", 32);
+  p.nbits.accuracy_level = (int)fbx_onnx_attr_int(n, "accuracy_level", 0);
+  const fbx_onnx_value *z = n->n_inputs > 3 && n->inputs[3] >= 0 ? fbx__onnx_tin_value(t, 3) : NULL;
+  p.nbits.zp_u8 = !z || z->dtype == FBX_DTYPE_U8;
+  int ins[5];
+  for (int i = 0; i < 4; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+  FBX_TRY(fbx__onnx_tin(t, 5, &ins[4]));
+  return fbx__onnx_emit_out(t, FBX_IR_OP_MATMUL_NBITS, ins, 5, &p);
+}

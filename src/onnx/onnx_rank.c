@@ -505,6 +505,14 @@ FBX__RANK_RULE(SKIPNORM) {
   if (fbx__rank_n_out(n) > 3) fbx__rank_copy_in(g, n, 0, &out[3]);
   for (int k = 1; r0 >= 0 && k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], r0);
 }
+/* MatMulNBits: A's shape with the last dim replaced by attribute N. */
+FBX__RANK_RULE(MNB) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 1) return;
+  fbx__rank_copy_in(g, n, 0, &out[0]);
+  int64_t N = fbx_onnx_attr_int(n, "N", -1);
+  out[0].d[r0 - 1] = N > 0 ? N : -1;
+}
 
 static const fbx__rank_rule_fn fbx__rank_rules[] = {
 #define X(r) fbx__rank_rule_##r,

@@ -174,7 +174,8 @@
   /* ---- decoder ops, ORT contrib-op semantics (onnx_ops_msft.c) ---- */                                    \
   X("SimplifiedLayerNormalization", "", 1, M, skipnorm, LAYERNORM, 0, "axis,epsilon,stash_type")              \
   X("SkipSimplifiedLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 1, "epsilon")             \
-  X("SkipLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 2, "epsilon")
+  X("SkipLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 2, "epsilon")                     \
+  X("MatMulNBits", "com.microsoft", 1, 1, mnb, MNB, OP(MATMUL_NBITS), "K,N,accuracy_level,bits,block_size,weight_prepacked")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \
