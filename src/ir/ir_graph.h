@@ -121,6 +121,11 @@ typedef union fbx_ir_params {
    * block b dequantised as (q - zp) * scale; zp_u8: zero points packed like B
    * (else float, one per block); accuracy_level 4: A quantised to int8 per block. */
   struct { int64_t K, N; int bits, block_size, accuracy_level, zp_u8; } nbits;
+  /* GQA (GroupQueryAttention): q (B, S, nh*H) or packed qkv (B, S, (nh+2kvh)*H)
+   * with k = v = NONE; past/present (B, kvh, len, H); rotary on q and new k
+   * when do_rotary (cos/sin (max_pos, rot/2)); scale 0 = 1/sqrt(H); softcap
+   * > 0: scores = softcap * tanh(scores / softcap). Causal. */
+  struct { int num_heads, kv_num_heads, do_rotary, interleaved; float scale, softcap; } gqa;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {

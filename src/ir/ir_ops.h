@@ -147,7 +147,9 @@
   X(LRN, FBX_IR_CLASS_OTHER, 0)         /* params.lrn */                         \
   /* ---- decoder ops (com.microsoft contrib ops, ir_shape_msft.c) ---- */       \
   X(SKIP_NORM, FBX_IR_CLASS_OTHER, 0)   /* (X, skip, gamma, beta, bias), absent = NONE; outputs (Y[, sum][, inv_std]); params.skipnorm */ \
-  X(MATMUL_NBITS, FBX_IR_CLASS_OTHER, 0) /* (A, B:u8 (N, k_blocks, blob), scales (N, k_blocks), zero_points, bias); params.nbits */
+  X(MATMUL_NBITS, FBX_IR_CLASS_OTHER, 0) /* (A, B:u8 (N, k_blocks, blob), scales (N, k_blocks), zero_points, bias); params.nbits */ \
+  /* (q, k, v, past_k, past_v, seqlens_k:i32, total_len:i32 scalar, cos, sin); outputs (out, present_k, present_v); params.gqa */ \
+  X(GQA, FBX_IR_CLASS_OTHER, 0x40)
 
 typedef enum fbx_ir_op {
 #define X(name, cls, shape_mask) FBX_IR_OP_##name,

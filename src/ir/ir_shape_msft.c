@@ -1,5 +1,5 @@
 /* Shape inference for the decoder ops (ORT contrib-op semantics):
- * SKIP_NORM, MATMUL_NBITS. Dispatch lives in ir_shape.c. */
+ * SKIP_NORM, MATMUL_NBITS, GQA. Dispatch lives in ir_shape.c. */
 #include <string.h>
 
 #include "ir_shape_util.h"
@@ -42,10 +42,43 @@ static fbx_status *fbx__ir_infer_nbits(const fbx_ir_node *node, const fbx_tensor
   return NULL;
 }
 
+/* GQA: out (B, S, nh*H); present (B, kvh, max(total_len, past_len), H),
+ * total_len read from input 6 (host data). */
+static fbx_status *fbx__ir_infer_gqa(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out,
+                                     int n_out) {
+  FBX__IR_NEED_IN(node, n_in, 7);
+  const int nh = node->params.gqa.num_heads, kvh = node->params.gqa.kv_num_heads;
+  const fbx_tensor *q = &in[0];
+  if (q->rank != 3 || nh < 1 || kvh < 1 || nh % kvh) return FBX__IR_FAIL(node, "query must be (B, S, D), heads %d/%d", nh, kvh);
+  bool packed = !fbx__ir_present(in, n_in, 1);
+  int64_t hd = q->dims[2] / (packed ? nh + 2 * kvh : nh);
+  if (hd < 1 || q->dims[2] != hd * (packed ? nh + 2 * kvh : nh)) return FBX__IR_FAIL(node, "query hidden size");
+  int64_t past = 0;
+  if (fbx__ir_present(in, n_in, 3)) {
+    const fbx_tensor *pk = &in[3];
+    if (pk->rank != 4 || pk->dims[0] != q->dims[0] || pk->dims[1] != kvh || pk->dims[3] != hd)
+      return FBX__IR_FAIL(node, "past_key must be (B, kv_num_heads, past, head_size)");
+    past = pk->dims[2];
+  }
+  FBX_TRY(fbx__ir_need_data(node, in, n_in, 6));
+  if (fbx__ir_numel(&in[6]) != 1) return FBX__IR_FAIL(node, "total_sequence_length must have one element");
+  int64_t total = fbx__ir_read_i64(&in[6], 0), len = total > past ? total : past;
+  if (total < q->dims[1]) return FBX__IR_FAIL(node, "total_sequence_length %lld < sequence length", (long long)total);
+  if (n_out != 3) return FBX__IR_FAIL(node, "needs output, present_key, present_value");
+  out[0].rank = 3, out[0].dims[0] = q->dims[0], out[0].dims[1] = q->dims[1], out[0].dims[2] = nh * hd;
+  for (int o = 1; o < 3; o++) {
+    out[o].rank = 4;
+    out[o].dims[0] = q->dims[0], out[o].dims[1] = kvh, out[o].dims[2] = len, out[o].dims[3] = hd;
+  }
+  for (int o = 0; o < 3; o++) out[o].dtype = q->dtype;
+  return NULL;
+}
+
 fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
   switch (node->op) {
     case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);
     case FBX_IR_OP_MATMUL_NBITS: return fbx__ir_infer_nbits(node, in, n_in, out);
+    case FBX_IR_OP_GQA: return fbx__ir_infer_gqa(node, in, n_in, out, n_out);
     default: return FBX_ERR_NOTIMPL("not a decoder op");
   }
 }

@@ -142,3 +142,88 @@ fbx_status *fbx__onnx_tr_mnb(fbx_onnx_tctx *t) {
   FBX_TRY(fbx__onnx_tin(t, 5, &ins[4]));
   return fbx__onnx_emit_out(t, FBX_IR_OP_MATMUL_NBITS, ins, 5, &p);
 }
+
+/* ======================= GroupQueryAttention ======================= */
+
+/* Optional attributes ORT fills with their defaults; any other value declines. */
+static bool fbx__msft_gqa_attrs_ok(const fbx_onnx_cctx *c) {
+  const fbx_onnx_node *n = c->n;
+  /* on when > 0 (ORT fills smooth_softmax with -1 = off) */
+  static const char *const off_ints[] = {"smooth_softmax", "qk_output", "sliding_window_cache"};
+  for (size_t i = 0; i < sizeof off_ints / sizeof off_ints[0]; i++)
+    if (fbx_onnx_attr_int(n, off_ints[i], 0) > 0) return fbx__onnx_fail(c, "attribute %s not supported", off_ints[i]);
+  if (fbx_onnx_attr_int(n, "causal", 1) != 1) return fbx__onnx_fail(c, "non-causal attention not supported");
+  if (fbx_onnx_attr_int(n, "local_window_size", -1) != -1) return fbx__onnx_fail(c, "local_window_size not supported yet");
+  static const char *const quant[] = {"k_quant_type", "v_quant_type"};
+  for (int i = 0; i < 2; i++)
+    if (strcmp(fbx_onnx_attr_string(n, quant[i], "NONE"), "NONE") != 0)
+      return fbx__onnx_fail(c, "quantised KV cache (%s) not supported", quant[i]);
+  if (fbx_onnx_attr_float(n, "softcap", 0.0f) < 0) return fbx__onnx_fail(c, "negative softcap");
+  return true;
+}
+
+bool fbx__onnx_claim_gqa(const fbx_onnx_cctx *c) {
+  const fbx_onnx_node *n = c->n;
+  int64_t nh = fbx_onnx_attr_int(n, "num_heads", 0), kvh = fbx_onnx_attr_int(n, "kv_num_heads", 0);
+  if (nh < 1 || kvh < 1 || nh % kvh) return fbx__onnx_fail(c, "num_heads must be a multiple of kv_num_heads");
+  if (!fbx__msft_gqa_attrs_ok(c)) return false;
+  const fbx_onnx_value *q = fbx__onnx_cin(c, 0), *k = fbx__onnx_cin(c, 1), *v = fbx__onnx_cin(c, 2);
+  if (!fbx__onnx_dt_ok(c, q, FBX__DT(F32), "query")) return false;
+  if (q->rank != 3 || q->dims[2] < 1) return fbx__onnx_fail(c, "query must be (batch, seq, hidden) with a static hidden size");
+  if (!k != !v) return fbx__onnx_fail(c, "key and value must both be present or both absent (packed QKV)");
+  int64_t hd = q->dims[2] / (k ? nh : nh + 2 * kvh);
+  if (hd < 1 || q->dims[2] != hd * (k ? nh : nh + 2 * kvh)) return fbx__onnx_fail(c, "query hidden size is not heads * head_size");
+  if (k) {
+    for (int i = 1; i <= 2; i++) {
+      const fbx_onnx_value *x = fbx__onnx_cin(c, i);
+      if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), i == 1 ? "key" : "value")) return false;
+      if (x->rank != 3 || x->dims[2] != kvh * hd) return fbx__onnx_fail(c, "key/value must be (batch, seq, kv_num_heads*head_size)");
+    }
+  }
+  const fbx_onnx_value *pk = fbx__onnx_cin(c, 3), *pv = fbx__onnx_cin(c, 4);
+  if (!pk || !pv) return fbx__onnx_fail(c, "past_key/past_value required");
+  for (int i = 3; i <= 4; i++) {
+    const fbx_onnx_value *x = fbx__onnx_cin(c, i);
+    if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "past key/value")) return false;
+    if (x->rank != 4 || (x->dims[1] >= 0 && x->dims[1] != kvh) || (x->dims[3] >= 0 && x->dims[3] != hd))
+      return fbx__onnx_fail(c, "past key/value must be BNSH (batch, kv_num_heads, past, head_size)");
+  }
+  for (int i = 5; i <= 6; i++)
+    if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, i), FBX__DT(I32), i == 5 ? "seqlens_k" : "total_sequence_length")) return false;
+  const fbx_onnx_value *cs = fbx__onnx_cin(c, 7), *sn = fbx__onnx_cin(c, 8);
+  bool rot = fbx_onnx_attr_int(n, "do_rotary", 0) != 0;
+  if (rot) {
+    if (!cs || !sn) return fbx__onnx_fail(c, "do_rotary needs cos_cache and sin_cache");
+    for (int i = 7; i <= 8; i++) {
+      const fbx_onnx_value *x = fbx__onnx_cin(c, i);
+      if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "cos/sin cache")) return false;
+      if (x->rank != 2 || x->dims[1] < 1 || 2 * x->dims[1] > hd)
+        return fbx__onnx_fail(c, "cos/sin cache must be (max_seq, rotary_dim/2) with rotary_dim <= head_size");
+    }
+  }
+  for (int i = 9; i < n->n_inputs; i++)
+    if (fbx__onnx_cin(c, i)) return fbx__onnx_fail(c, "input %d (position_ids/attention_bias/head_sink/...) not supported", i);
+  if (!fbx__onnx_cout(c, 1) || !fbx__onnx_cout(c, 2)) return fbx__onnx_fail(c, "present_key/present_value outputs required");
+  if (!fbx__onnx_no_out(c, 3, "output_qk")) return false;
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_gqa(fbx_onnx_tctx *t) {
+  const fbx_onnx_node *n = t->n;
+  fbx_ir_params p = fbx__msft_p0();
+  p.gqa.num_heads = (int)fbx_onnx_attr_int(n, "num_heads", 0);
+  p.gqa.kv_num_heads = (int)fbx_onnx_attr_int(n, "kv_num_heads", 0);
+  p.gqa.do_rotary = fbx_onnx_attr_int(n, "do_rotary", 0) != 0;
+  p.gqa.interleaved = fbx_onnx_attr_int(n, "rotary_interleaved", 0) != 0;
+  p.gqa.scale = fbx_onnx_attr_float(n, "scale", 0.0f);
+  p.gqa.softcap = fbx_onnx_attr_float(n, "softcap", 0.0f);
+  int ins[9];
+  for (int i = 0; i < 9; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+  if (!p.gqa.do_rotary) ins[7] = ins[8] = FBX_IR_NONE;
+  int outs[3];
+  for (int i = 0; i < 3; i++) FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_F32, i ? 4 : 3, &outs[i]));
+  FBX_TRY(fbx_ir_graph_add_node(t->ir, FBX_IR_OP_GQA, ins, 9, outs, 3, &p, n->name ? n->name : "", n->op_type,
+                                t->node_index, NULL));
+  for (int i = 0; i < 3; i++) fbx__onnx_bind(t, i, outs[i]);
+  return NULL;
+}

@@ -513,6 +513,13 @@ FBX__RANK_RULE(MNB) {
   int64_t N = fbx_onnx_attr_int(n, "N", -1);
   out[0].d[r0 - 1] = N > 0 ? N : -1;
 }
+/* GroupQueryAttention: output like the query (rank 3), presents rank 4. */
+FBX__RANK_RULE(GQA) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 != 3) return;
+  fbx__rank_set_dynamic(&out[0], 3);
+  for (int k = 1; k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], 4);
+}
 
 static const fbx__rank_rule_fn fbx__rank_rules[] = {
 #define X(r) fbx__rank_rule_##r,

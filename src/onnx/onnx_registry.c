@@ -175,7 +175,11 @@
   X("SimplifiedLayerNormalization", "", 1, M, skipnorm, LAYERNORM, 0, "axis,epsilon,stash_type")              \
   X("SkipSimplifiedLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 1, "epsilon")             \
   X("SkipLayerNormalization", "com.microsoft", 1, 1, skipnorm, SKIPNORM, 2, "epsilon")                     \
-  X("MatMulNBits", "com.microsoft", 1, 1, mnb, MNB, OP(MATMUL_NBITS), "K,N,accuracy_level,bits,block_size,weight_prepacked")
+  X("MatMulNBits", "com.microsoft", 1, 1, mnb, MNB, OP(MATMUL_NBITS), "K,N,accuracy_level,bits,block_size,weight_prepacked") \
+  X("GroupQueryAttention", "com.microsoft", 1, 1, gqa, GQA, OP(GQA),                                          \
+    "num_heads,kv_num_heads,scale,softcap,local_window_size,do_rotary,rotary_interleaved,smooth_softmax,"      \
+    "qk_output,causal,sliding_window_cache,k_quant_type,v_quant_type,kv_cache_bit_width,qk_norm_epsilon,"     \
+    "mask_filter_value")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \

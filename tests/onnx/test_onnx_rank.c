@@ -317,7 +317,7 @@ static void test_registry_rules(void) {
       [FBX_ONNX_RANK_ARG] = 2, [FBX_ONNX_RANK_CONV] = 2, [FBX_ONNX_RANK_GPOOL] = 2,
       [FBX_ONNX_RANK_EXPAND] = -2, [FBX_ONNX_RANK_COFS] = -2, [FBX_ONNX_RANK_ONEHOT] = 3,
       [FBX_ONNX_RANK_COMPRESS] = 1, [FBX_ONNX_RANK_SKIPNORM] = 2,
-      [FBX_ONNX_RANK_MNB] = 2,
+      [FBX_ONNX_RANK_MNB] = 2, [FBX_ONNX_RANK_GQA] = -1 /* query rank 2 is not a GQA query */,
   };
   int n_msft = 0;
   for (int i = 0; i < fbx_onnx_registry_count(); i++) {
