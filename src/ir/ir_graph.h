@@ -126,6 +126,9 @@ typedef union fbx_ir_params {
    * when do_rotary (cos/sin (max_pos, rot/2)); scale 0 = 1/sqrt(H); softcap
    * > 0: scores = softcap * tanh(scores / softcap). Causal. */
   struct { int num_heads, kv_num_heads, do_rotary, interleaved; float scale, softcap; } gqa;
+  /* ROTARY (RotaryEmbedding): num_heads 0 = head_size from the cos cache;
+   * rot_dim 0 = the whole head; rotation as in GQA. */
+  struct { int num_heads, rot_dim, interleaved; } rope;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {

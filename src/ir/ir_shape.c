@@ -249,7 +249,8 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
       break;
     case FBX_IR_OP_SKIP_NORM:
     case FBX_IR_OP_MATMUL_NBITS:
-    case FBX_IR_OP_GQA: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
+    case FBX_IR_OP_GQA:
+    case FBX_IR_OP_ROTARY: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
     case FBX_IR_OP_CUMSUM:
     case FBX_IR_OP_TRILU:
     case FBX_IR_OP_LRN:

@@ -1,5 +1,5 @@
 /* Shape inference for the decoder ops (ORT contrib-op semantics):
- * SKIP_NORM, MATMUL_NBITS, GQA. Dispatch lives in ir_shape.c. */
+ * SKIP_NORM, MATMUL_NBITS, GQA, ROTARY. Dispatch lives in ir_shape.c. */
 #include <string.h>
 
 #include "ir_shape_util.h"
@@ -79,6 +79,13 @@ fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, in
     case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);
     case FBX_IR_OP_MATMUL_NBITS: return fbx__ir_infer_nbits(node, in, n_in, out);
     case FBX_IR_OP_GQA: return fbx__ir_infer_gqa(node, in, n_in, out, n_out);
+    case FBX_IR_OP_ROTARY:
+      FBX__IR_NEED_IN(node, n_in, 4);
+      if (in[0].rank != 3 && in[0].rank != 4) return FBX__IR_FAIL(node, "input must be 3-D or 4-D");
+      out[0].rank = in[0].rank;
+      memcpy(out[0].dims, in[0].dims, sizeof(int64_t) * (size_t)in[0].rank);
+      out[0].dtype = in[0].dtype;
+      return NULL;
     default: return FBX_ERR_NOTIMPL("not a decoder op");
   }
 }

@@ -220,6 +220,7 @@ FBX__ONNX_FAMILY(unique)
 FBX__ONNX_FAMILY(skipnorm)
 FBX__ONNX_FAMILY(mnb)
 FBX__ONNX_FAMILY(gqa)
+FBX__ONNX_FAMILY(rope)
 
 /* float16 via float32 (onnx_ops_f16.c): family X gets claim_X_h / tr_X_h,
  * which run X on a shadow of the node where float16 reads as float32 and

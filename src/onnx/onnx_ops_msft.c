@@ -227,3 +227,37 @@ fbx_status *fbx__onnx_tr_gqa(fbx_onnx_tctx *t) {
   for (int i = 0; i < 3; i++) fbx__onnx_bind(t, i, outs[i]);
   return NULL;
 }
+
+/* ======================= RotaryEmbedding ======================= */
+
+bool fbx__onnx_claim_rope(const fbx_onnx_cctx *c) {
+  const fbx_onnx_node *n = c->n;
+  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *pos = fbx__onnx_cin(c, 1), *cs = fbx__onnx_cin(c, 2),
+                       *sn = fbx__onnx_cin(c, 3);
+  if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
+  if (!fbx__onnx_dt_ok(c, pos, FBX__DT(I64), "position_ids")) return false;
+  if (!fbx__onnx_dt_ok(c, cs, FBX__DT(F32), "cos_cache") || !fbx__onnx_dt_ok(c, sn, FBX__DT(F32), "sin_cache")) return false;
+  if (fbx_onnx_attr_int(n, "is_packed_batching", 0) != 0) return fbx__onnx_fail(c, "packed batching not supported");
+  if (fbx_onnx_attr_float(n, "scale", 1.0f) != 1.0f) return fbx__onnx_fail(c, "scale != 1 not supported");
+  if (x->rank != 3 && x->rank != 4) return fbx__onnx_fail(c, "input must be (B, S, hidden) or (B, N, S, H)");
+  if (x->dims[x->rank - 1] < 1 || cs->rank != 2 || cs->dims[1] < 1 || sn->rank != 2 || sn->dims[1] != cs->dims[1])
+    return fbx__onnx_fail(c, "static hidden size and (max_pos, rot/2) cos/sin caches required");
+  int64_t nh = fbx_onnx_attr_int(n, "num_heads", 0), rd = fbx_onnx_attr_int(n, "rotary_embedding_dim", 0);
+  int64_t H = x->rank == 4 ? x->dims[3] : nh > 0 ? x->dims[2] / nh : 2 * cs->dims[1];
+  int64_t rot = rd > 0 ? rd : H;
+  if (H < 2 || (x->rank == 3 && x->dims[2] % H) || rot > H || rot % 2 || 2 * cs->dims[1] < rot)
+    return fbx__onnx_fail(c, "head_size %lld / rotary_embedding_dim %lld do not fit the input and caches", (long long)H,
+                          (long long)rot);
+  if (pos->rank != 1 && pos->rank != 2) return fbx__onnx_fail(c, "position_ids must be (1) or (B, S)");
+  return true;
+}
+
+fbx_status *fbx__onnx_tr_rope(fbx_onnx_tctx *t) {
+  fbx_ir_params p = fbx__msft_p0();
+  p.rope.num_heads = (int)fbx_onnx_attr_int(t->n, "num_heads", 0);
+  p.rope.rot_dim = (int)fbx_onnx_attr_int(t->n, "rotary_embedding_dim", 0);
+  p.rope.interleaved = fbx_onnx_attr_int(t->n, "interleaved", 0) != 0;
+  int ins[4];
+  for (int i = 0; i < 4; i++) FBX_TRY(fbx__onnx_tin(t, i, &ins[i]));
+  return fbx__onnx_emit_out(t, FBX_IR_OP_ROTARY, ins, 4, &p);
+}

@@ -179,7 +179,9 @@
   X("GroupQueryAttention", "com.microsoft", 1, 1, gqa, GQA, OP(GQA),                                          \
     "num_heads,kv_num_heads,scale,softcap,local_window_size,do_rotary,rotary_interleaved,smooth_softmax,"      \
     "qk_output,causal,sliding_window_cache,k_quant_type,v_quant_type,kv_cache_bit_width,qk_norm_epsilon,"     \
-    "mask_filter_value")
+    "mask_filter_value")                                                                                     \
+  X("RotaryEmbedding", "com.microsoft", 1, 1, rope, SAME, OP(ROTARY),                                         \
+    "interleaved,is_packed_batching,num_heads,rotary_embedding_dim,scale")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \

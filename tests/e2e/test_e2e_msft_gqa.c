@@ -1,4 +1,5 @@
-// test_e2e_msft_gqa: com.microsoft GroupQueryAttention as one-node models: causal first prompt,
+// test_e2e_msft_gqa: com.microsoft GroupQueryAttention and RotaryEmbedding as one-node models.
+// GroupQueryAttention: causal first prompt,
 // one-token decode (batch 1 and a ragged batch 2 whose past is right-padded), a past buffer
 // longer than the sequence (present keeps the buffer's length), separate and packed QKV, rotary
 // half-split and interleaved (full and partial rotary_dim), softcap. Run on ORT's CPU EP and with
@@ -7,6 +8,8 @@
 // new rows at [past_b, past_b + S), rotary at absolute positions, causal softmax over the
 // valid keys). Tolerance rtol 1e-4 + atol 2e-5: float32 dots over head_size and a softmax.
 // Present K/V are compared on their valid rows [0, seqlens_k + 1) only (the rest is unspecified).
+// RotaryEmbedding: 3-D (with num_heads / rotary_embedding_dim) and 4-D inputs, (B, S) and (1)
+// position_ids, both pair layouts, against the same float64 rotation (rtol 1e-5 + atol 1e-6).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,6 +195,80 @@ static void run_case(fbx_host *h, const gqa_case *c, const char *dir, int idx) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) fbx_host_tensor_free(all[i]);
 }
 
+typedef struct rope_case {
+  int B, S, N, H, bnsh, rot, interleaved, pos_scalar, attr_heads;
+} rope_case;
+
+static void run_rope(fbx_host *h, const rope_case *c, const char *dir, int idx) {
+  char desc[160], path[512];
+  snprintf(desc, sizeof desc, "RotaryEmbedding B=%d S=%d N=%d H=%d %s rot=%d interleaved=%d pos=%s", c->B, c->S, c->N,
+           c->H, c->bnsh ? "BNSH" : "BSD", c->rot, c->interleaved, c->pos_scalar ? "(1)" : "(B,S)");
+  snprintf(path, sizeof path, "%s/rope%d.onnx", dir, idx);
+  const int B = c->B, S = c->S, N = c->N, H = c->H, R = c->rot ? c->rot : H, maxp = 40;
+  fbx_host_tensor x = {0}, pos = {0}, cs = {0}, sn = {0};
+  int64_t xd4[4] = {B, N, S, H}, xd3[3] = {B, S, (int64_t)N * H}, pd[2] = {B, S}, p1[1] = {1}, cd[2] = {maxp, R / 2};
+  fbx_host_tensor_alloc(&x, "x", FBX_HOST_F32, c->bnsh ? 4 : 3, c->bnsh ? xd4 : xd3);
+  fbx_host_tensor_fill_normal(&x, 70 + (uint64_t)idx);
+  fbx_host_tensor_alloc(&pos, "position_ids", FBX_HOST_I64, c->pos_scalar ? 1 : 2, c->pos_scalar ? p1 : pd);
+  for (size_t i = 0; i < fbx_host_tensor_numel(&pos); i++) ((int64_t *)pos.data)[i] = c->pos_scalar ? 5 : (int64_t)((i * 7 + 3) % maxp);
+  fbx_host_tensor_alloc(&cs, "cos_cache", FBX_HOST_F32, 2, cd);
+  fbx_host_tensor_alloc(&sn, "sin_cache", FBX_HOST_F32, 2, cd);
+  for (int p = 0; p < maxp; p++)
+    for (int i = 0; i < R / 2; i++) {
+      double th = p * pow(10000.0, -2.0 * i / R);
+      ((float *)cs.data)[p * (R / 2) + i] = (float)cos(th);
+      ((float *)sn.data)[p * (R / 2) + i] = (float)sin(th);
+    }
+  nm_model m = nm_model_init("RotaryEmbedding", "com.microsoft");
+  nm_input(&m, &x, c->bnsh ? "batch,,seq," : "batch,seq,");
+  nm_input(&m, &pos, "");
+  nm_init(&m, &cs);
+  nm_init(&m, &sn);
+  nm_attr_i(&m, "interleaved", c->interleaved);
+  if (c->attr_heads) nm_attr_i(&m, "num_heads", N);
+  if (c->rot) nm_attr_i(&m, "rotary_embedding_dim", c->rot);
+  nm_output(&m, "y", FBX_HOST_F32);
+  CHECK(nm_write(&m, path) == 0, "%s: cannot write model", desc);
+  size_t n = fbx_host_tensor_numel(&x);
+  double *ref = malloc(sizeof(double) * n);
+  for (int b = 0; b < B; b++)
+    for (int s = 0; s < S; s++) {
+      int64_t ps = c->pos_scalar ? 5 + s : ((int64_t *)pos.data)[b * S + s];
+      for (int hh = 0; hh < N; hh++) {
+        size_t off = c->bnsh ? (size_t)(((b * N + hh) * S + s) * H) : (size_t)((b * S + s) * N * H + hh * H);
+        for (int d = 0; d < H; d++) ref[off + d] = getf(&x, (int64_t)off + d);
+        for (int i = 0; i < R / 2; i++) {
+          int i1 = c->interleaved ? 2 * i : i, i2 = c->interleaved ? 2 * i + 1 : i + R / 2;
+          double a = getf(&x, (int64_t)off + i1), bb = getf(&x, (int64_t)off + i2);
+          double co = getf(&cs, ps * (R / 2) + i), si = getf(&sn, ps * (R / 2) + i);
+          ref[off + i1] = a * co - bb * si;
+          ref[off + i2] = bb * co + a * si;
+        }
+      }
+    }
+  fbx_host_tensor feeds[2] = {x, pos};
+  for (int w = 0; w < 2; w++) {
+    fbx_host_tensor *o = NULL;
+    size_t n_o = 0;
+    int claimed = 0;
+    char *e = nm_run(h, path, w, feeds, 2, &o, &n_o, w ? &claimed : NULL);
+    const char *who = w ? "Fusebox" : "ORT CPU (reference sanity)";
+    CHECK(!e, "%s: %s: %s", desc, who, e ? e : "");
+    fbx_host_err_free(e);
+    if (w) CHECK(claimed, "%s: not placed on Fusebox", desc);
+    if (o && n_o == 1 && fbx_host_tensor_numel(&o[0]) == n) {
+      size_t bad = 0;
+      for (size_t i = 0; i < n; i++) bad += fabs(fbx_host_tensor_get(&o[0], i) - ref[i]) > 1e-6 + 1e-5 * fabs(ref[i]);
+      CHECK(bad == 0, "%s: %s: %zu of %zu elements off the float64 reference", desc, who, bad, n);
+    } else {
+      CHECK(0, "%s: %s: no output", desc, who);
+    }
+    if (o) fbx_host_tensors_free(o, n_o);
+  }
+  free(ref);
+  fbx_host_tensor_free(&x), fbx_host_tensor_free(&pos), fbx_host_tensor_free(&cs), fbx_host_tensor_free(&sn);
+}
+
 int main(void) {
   char dir[] = "/tmp/fbx_msft_gqa_XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -213,6 +290,12 @@ int main(void) {
       {1, 3, 4, 2, 16, 4, 7, {6, 0}, 0, 1, 0, 8, 0},      // a 3-token step after a prompt (batch 1)
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(h, &cases[i], dir, i);
+  const rope_case ropes[] = {
+      // B S N  H  bnsh rot inter pos1 heads-attr
+      {2, 3, 4, 16, 0, 0, 0, 0, 0}, {1, 4, 2, 32, 1, 0, 1, 1, 0}, {2, 2, 3, 32, 0, 16, 0, 0, 1},
+      {1, 1, 4, 64, 0, 0, 1, 1, 1}, {2, 5, 2, 16, 1, 0, 0, 0, 0},
+  };
+  for (int i = 0; i < (int)(sizeof ropes / sizeof ropes[0]); i++) run_rope(h, &ropes[i], dir, i);
   fbx_host_close(h);
   printf("msft-gqa: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

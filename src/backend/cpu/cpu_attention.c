@@ -199,3 +199,37 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   else fbx__att_rows(&j, 0, tasks, 0);
   return NULL;
 }
+
+/* ROTARY (RotaryEmbedding): x (B, S, N*H) or (B, N, S, H); position of token
+ * (b, s) = position_ids[b, s], or position_ids[0] + s for a (1) tensor. */
+fbx_status *fbx_cpu_k_ROTARY(FBX_CPU_KERNEL_ARGS) {
+  (void)state, (void)c;
+  const fbx_ir_params *p = &node->params;
+  const fbx_tensor *X = &in[0], *pos = &in[1], *cs = &in[2], *sn = &in[3];
+  if (n_in < 4 || X->dtype != FBX_DTYPE_F32 || pos->dtype != FBX_DTYPE_I64 || cs->dtype != FBX_DTYPE_F32 ||
+      sn->dtype != FBX_DTYPE_F32)
+    return FBX_ERR_NOTIMPL("ROTARY: float32 input and caches, int64 position_ids only");
+  const bool bnsh = X->rank == 4;
+  const int64_t B = X->dims[0], S = bnsh ? X->dims[2] : X->dims[1];
+  const int64_t H = bnsh ? X->dims[3] : p->rope.num_heads > 0 ? X->dims[2] / p->rope.num_heads : 2 * cs->dims[1];
+  const int64_t N = bnsh ? X->dims[1] : X->dims[2] / H, rot = p->rope.rot_dim > 0 ? p->rope.rot_dim : H;
+  const int64_t half = cs->dims[1], max_pos = cs->dims[0];
+  const int64_t np = fbx_cpu_numel(pos);
+  if (np != 1 && np != B * S) return FBX_ERR_ARG("ROTARY: position_ids has %lld elements", (long long)np);
+  const int64_t *pid = pos->data;
+  const float *x = X->data;
+  float *y = out[0].data;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++) {
+      int64_t ps = np == 1 ? pid[0] + s : pid[b * S + s];
+      if (ps < 0 || ps >= max_pos) return FBX_ERR_ARG("ROTARY: position %lld outside the cache (%lld)", (long long)ps, (long long)max_pos);
+      for (int64_t h = 0; h < N; h++) {
+        int64_t off = bnsh ? ((b * N + h) * S + s) * H : (b * S + s) * N * H + h * H;
+        fbx__att_rope(x + off, y + off, H, rot, (const float *)cs->data + ps * half, (const float *)sn->data + ps * half,
+                      p->rope.interleaved);
+      }
+    }
+  info->variant = "rope";
+  info->reason = p->rope.interleaved ? "interleaved pairs" : "half-split pairs";
+  return NULL;
+}
