@@ -1,7 +1,7 @@
 // test_e2e_msft_mnb: com.microsoft MatMulNBits as one-node models (bits 4 and 8, block_size 16..128,
 // K a multiple of the block or not, no / packed uint8 / float zero points, bias, M = 1 (decode)
 // and M > 1 with symbolic batch/seq dims, accuracy_level 0 and 4), run on ORT's CPU EP and with
-// Fusebox, both checked against a float64 reference written here from the contrib-op docs
+// Fusebox (M >= 8 at accuracy_level 0 takes the panel + sgemm path), both checked against a float64 reference written here from the contrib-op docs
 // (w = (q - zero_point) * scale, q packed low nibble first along K, default zero point 2^(bits-1)).
 //
 // Tolerances, per output element y = sum_k a_k w_k:
@@ -169,6 +169,9 @@ int main(void) {
       {2, 3, 64, 32, 4, 32, 1, 1, 4},    {1, 5, 160, 20, 4, 16, 2, 0, 0},   {1, 1, 64, 48, 8, 32, 0, 0, 0},
       {1, 1, 64, 48, 8, 32, 1, 1, 4},    {1, 4, 136, 24, 8, 64, 1, 0, 0},   {1, 1, 896, 256, 4, 32, 1, 0, 4},
       {1, 1, 896, 256, 4, 32, 1, 0, 0},  {1, 7, 256, 64, 4, 128, 0, 1, 4},  {1, 1, 128, 16, 4, 16, 2, 1, 0},
+      // M >= 8 at accuracy_level 0: dequantised panels + sgemm (N not a multiple of the 64-column panel)
+      {2, 6, 200, 100, 4, 64, 1, 1, 0},  {1, 9, 128, 70, 8, 32, 0, 0, 0},   {1, 16, 96, 64, 4, 16, 2, 1, 0},
+      {1, 12, 64, 130, 4, 32, 1, 1, 4},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(h, &cases[i], dir, i);
   fbx_host_close(h);

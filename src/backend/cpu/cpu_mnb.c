@@ -16,8 +16,9 @@
  * accuracy_level 4: as ORT does on the CPU, A is quantised per block to int8
  *   (scale_a = max|a| / 127, round to nearest) and each block is an exact
  *   integer dot sum_k qa_k (q_k - z); acc += scale_a * s * dot.
- * Columns are split over the pool; every row of A (M is small: decode 1,
- * prefill a few hundred) is run against a column chunk while it is in cache. */
+ * Columns are split over the pool; every row of A is run against a column
+ * chunk while it is in cache. At accuracy_level 0 with M >= 8 (prefill), panels
+ * of columns are dequantised once to float and multiplied with sgemm instead. */
 #include <math.h>
 #include <string.h>
 
@@ -185,6 +186,55 @@ static inline int32_t fbx__mnb_block_i8(const uint8_t *w, const int8_t *qa, int6
 #endif
 }
 
+/* ------------------------------------------------- prefill: panels + GEMM -- */
+
+/* accuracy_level 0 with M >= FBX__MNB_GEMM_M rows: each task dequantises a panel of
+ * FBX__MNB_PANEL columns to float (worker scratch, (cols, K) row-major, hot in L2) and
+ * runs a single-threaded sgemm on it, so the dequantisation is paid once per panel
+ * and not once per row; below that M the register-dequantising GEMV above wins. */
+#define FBX__MNB_PANEL 64
+#define FBX__MNB_GEMM_M 8
+
+/* dst(K) = column n of W as float32. */
+static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst) {
+  const int64_t kb = s->kb, bs = s->bs, blk = bs * s->bits / 8;
+  const uint8_t *col = s->w + n * s->col_bytes;
+  for (int64_t b = 0; b < kb; b++) {
+    const float sc = s->scale[n * kb + b], off = -s->zp[n * kb + b] * sc;
+    const uint8_t *w = col + b * blk;
+    int64_t k0 = b * bs, kend = k0 + bs < s->K ? bs : s->K - k0;
+    float tmp[128];
+    for (int64_t c = 0; c < bs; c += 16) {
+      for (int i = 0; i < 16; i++) {
+        unsigned q = s->bits == 8 ? w[c + i] : i < 8 ? w[c / 2 + i] & 15u : w[c / 2 + i - 8] >> 4;
+        tmp[c + i] = (float)q * sc + off;
+      }
+    }
+    memcpy(dst + k0, tmp, sizeof(float) * (size_t)kend);
+  }
+}
+
+typedef struct fbx__mnb_gemm_job {
+  const fbx__mnb_state *s;
+  const float *a, *bias;
+  float *y, *wbuf; /* wbuf: per worker FBX__MNB_PANEL * K floats */
+  int64_t M;
+} fbx__mnb_gemm_job;
+
+static void fbx__mnb_gemm_panels(void *arg, int64_t p0, int64_t p1, int worker) {
+  const fbx__mnb_gemm_job *j = arg;
+  const fbx__mnb_state *s = j->s;
+  float *wb = j->wbuf + (size_t)worker * (size_t)(FBX__MNB_PANEL * s->K);
+  for (int64_t p = p0; p < p1; p++) {
+    int64_t n0 = p * FBX__MNB_PANEL, nn = s->N - n0 < FBX__MNB_PANEL ? s->N - n0 : FBX__MNB_PANEL;
+    for (int64_t n = 0; n < nn; n++) fbx__mnb_dequant_col(s, n0 + n, wb + n * s->K);
+    fbx_cpu_sgemm(false, true, j->M, nn, s->K, 1.0f, j->a, s->K, wb, s->K, 0.0f, j->y + n0, s->N);
+    if (j->bias)
+      for (int64_t m = 0; m < j->M; m++)
+        for (int64_t n = 0; n < nn; n++) j->y[m * s->N + n0 + n] += j->bias[n0 + n];
+  }
+}
+
 /* ------------------------------------------------------------ the kernel -- */
 
 /* One row of A, prepared: float path a (kpad, zero padded) and per-block sums;
@@ -275,6 +325,17 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   }
   int int8 = node->params.nbits.accuracy_level == 4 && s->zpi;
   int64_t M = s->K ? fbx_cpu_numel(A) / s->K : 0, kpad = s->kpad, kb = s->kb;
+  info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
+  if (!int8 && M >= FBX__MNB_GEMM_M) {
+    int64_t panels = (s->N + FBX__MNB_PANEL - 1) / FBX__MNB_PANEL, threads = c->threads > 0 ? c->threads : 1;
+    float *wbuf = fbx_cpu_scratch(c, (size_t)(threads * FBX__MNB_PANEL * s->K) * sizeof(float));
+    if (!wbuf) return FBX_ERR_OOM();
+    fbx__mnb_gemm_job g = {.s = s, .a = A->data, .bias = bias, .y = out[0].data, .wbuf = wbuf, .M = M};
+    info->variant = s->bits == 4 ? "mnb_int4_panel_sgemm" : "mnb_int8_panel_sgemm";
+    info->reason = "accuracy_level 0, M >= 8: 64-column panels dequantised once, OpenBLAS sgemm per panel";
+    fbx_cpu_par(c, panels, 1, fbx__mnb_gemm_panels, &g);
+    return NULL;
+  }
   /* scratch: rows, then per row kpad floats + kb sums (float path) or kpad int8 + kb scales + kb sums */
   size_t per_row = int8 ? (size_t)kpad + (size_t)kb * 8 + 64 : (size_t)(kpad + kb) * 4 + 64;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 64;
@@ -303,7 +364,6 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   info->reason = int8 ? "accuracy_level 4: A quantised to int8 per block, exact integer block dots"
                  : node->params.nbits.accuracy_level == 4 ? "accuracy_level 4 with fractional zero points: float"
                                                           : "accuracy_level 0: float, dequantised in registers";
-  info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
   int64_t grain = 16 + 65536 / (s->K * (M ? M : 1) + 1);
   if (s->N * s->K * M >= 1 << 16) fbx_cpu_par(c, s->N, grain, fbx__mnb_cols, &j);
   else fbx__mnb_cols(&j, 0, s->N, 0);
