@@ -27,15 +27,18 @@
 #endif
 
 #include "cpu_internal.h"
+#include "cpu_mnb.h"
 #include "cpu_simd.h"
 
-typedef struct fbx__mnb_state {
-  int64_t K, N, kb, bs, kpad; /* k_blocks, block_size, kb * bs */
-  int bits, ch;               /* ch: values per 4-bit chunk (16 or 32) */
-  int64_t col_bytes;          /* repacked bytes per column: kb * bs * bits / 8 */
-  uint8_t *w;                 /* (N, col_bytes) */
-  float *scale, *sz;          /* (N, kb): scale, scale * zero point */
-} fbx__mnb_state;
+#if defined(__AVX2__)
+/* the pair kernel, AVX2 flavour (cpu_mnb_vnni.c compiles the VNNI one) */
+#define FBX__MNB_PASTE2(a, b) a##b
+#define FBX__MNB_I4_PASTE(a, b) FBX__MNB_PASTE2(a, b)
+#define FBX__MNB_I4_COLS fbx__mnb_i4_cols_avx2
+#define FBX__MNB_DOT(acc, w, x) \
+  ((acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((w), (x)), _mm256_set1_epi16(1))))
+#include "cpu_mnb_i4.inc"
+#endif
 
 /* q value k of column n's ORT blob (bits 4: low nibble first). */
 static inline unsigned fbx__mnb_q(const uint8_t *col, int bits, int64_t k) {
@@ -73,11 +76,12 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                        (long long)(N * zrow));
   fbx__mnb_state *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
-  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .bits = bits,
-                        .ch = bs < 32 ? (int)bs : 32, .col_bytes = blob * kb};
+  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .ks = bs == 32 ? (kb + 1) & ~(int64_t)1 : kb,
+                        .pairs = (kb * bs + 63) / 64, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
+                        .col_bytes = blob * kb};
   s->w = fbx_malloc_aligned((size_t)(N * s->col_bytes) + 64);
-  s->scale = fbx_malloc((size_t)(N * kb) * sizeof(float));
-  s->sz = fbx_malloc((size_t)(N * kb) * sizeof(float));
+  s->scale = fbx_calloc((size_t)(N * s->ks), sizeof(float));
+  s->sz = fbx_calloc((size_t)(N * s->ks), sizeof(float));
   if (!s->w || !s->scale || !s->sz) {
     fbx_cpu_mnb_release(s);
     return FBX_ERR_OOM();
@@ -97,8 +101,8 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
       if (Z && p->nbits.zp_u8) z = (float)fbx__mnb_q((const uint8_t *)Z->data + n * zrow, bits, b);
       else if (Z) z = ((const float *)Z->data)[n * kb + b];
       float sc = ((const float *)S->data)[n * kb + b];
-      s->scale[n * kb + b] = sc;
-      s->sz[n * kb + b] = sc * z;
+      s->scale[n * s->ks + b] = sc;
+      s->sz[n * s->ks + b] = sc * z;
     }
   }
   *state = s;
@@ -191,14 +195,6 @@ static inline float fbx__mnb_block_f32(const fbx__mnb_state *s, const uint8_t *w
 
 /* ------------------------------------------------------------- int8 path -- */
 
-/* One row of A, prepared (zero padded to kpad): float path a and per-block sums;
- * int8 path qa, per-block scales and scale * sum(qa). */
-typedef struct fbx__mnb_row {
-  const float *a, *asum;
-  const int8_t *qa;
-  const float *sa, *sq;
-} fbx__mnb_row;
-
 /* Exact sum_k qa_k q_k over one block, one row (|sum| < 2^31 for bs <= 128 and 8 bits). */
 static inline int32_t fbx__mnb_block_i8(const fbx__mnb_state *s, const uint8_t *w, const int8_t *qa) {
   const int64_t bs = s->bs;
@@ -233,33 +229,6 @@ static inline int32_t fbx__mnb_block_i8(const fbx__mnb_state *s, const uint8_t *
 #endif
 }
 
-#if defined(__AVX2__)
-/* 4-bit, 32-chunks: y[r] = sum_b s_b sa_rb (sum_k q_k qa_rk) for R rows, the weight
- * chunk unpacked once for all rows; the block sums stay in 8 int32 lanes and are
- * scaled in float lanes (one horizontal sum per row and column). */
-static inline __attribute__((always_inline)) void fbx__mnb_col_i4(const fbx__mnb_state *s, const uint8_t *w,
-                                                                   const float *sc, const fbx__mnb_row *rows,
-                                                                   const int R, float *y) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 facc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  const int64_t kb = s->kb, bs = s->bs;
-  for (int64_t b = 0; b < kb; b++) {
-    __m256i iacc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int64_t k = b * bs; k < (b + 1) * bs; k += 32, w += 16) {
-      __m256i q = fbx__mnb_u4x32(w);
-      for (int r = 0; r < R; r++)
-        iacc[r] = _mm256_add_epi32(
-            iacc[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q, _mm256_loadu_si256((const __m256i *)(rows[r].qa + k))), ones));
-    }
-    __m256 swb = _mm256_broadcast_ss(&sc[b]);
-    for (int r = 0; r < R; r++)
-      facc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[r]), _mm256_mul_ps(swb, _mm256_broadcast_ss(&rows[r].sa[b])),
-                                facc[r]);
-  }
-  for (int r = 0; r < R; r++) y[r] = fbx__hsum256(facc[r]);
-}
-#endif
-
 /* ------------------------------------------------------------ the kernel -- */
 
 typedef struct fbx__mnb_job {
@@ -268,7 +237,7 @@ typedef struct fbx__mnb_job {
   int64_t M;
   const float *bias;
   float *y; /* (M, N) */
-  int int8;
+  int int8, pairs; /* pairs: the 4-bit pair kernel (cpu_mnb_i4.inc) */
 } fbx__mnb_job;
 
 static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
@@ -276,26 +245,19 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
   const fbx__mnb_job *j = arg;
   const fbx__mnb_state *s = j->s;
   const int64_t kb = s->kb, blk_bytes = s->bs * s->bits / 8, N = s->N;
+#if defined(__AVX2__)
+  if (j->pairs) {
+    fbx__mnb_i4_job ij = {.s = s, .rows = j->rows, .M = j->M, .bias = j->bias, .y = j->y};
+    if (fbx__mnb_vnni_enabled()) fbx__mnb_i4_cols_vnni(&ij, n0, n1);
+    else fbx__mnb_i4_cols_avx2(&ij, n0, n1);
+    return;
+  }
+#endif
   for (int64_t n = n0; n < n1; n++) {
     const uint8_t *col = s->w + n * s->col_bytes;
-    const float *sc = s->scale + n * kb, *sz = s->sz + n * kb;
+    const float *sc = s->scale + n * s->ks, *sz = s->sz + n * s->ks;
     const float bias = j->bias ? j->bias[n] : 0.0f;
-    int64_t m = 0;
-#if defined(__AVX2__)
-    if (j->int8 && s->bits == 4 && s->ch == 32)
-      for (; m < j->M; m += 4) { /* up to 4 rows per pass over the column */
-        float acc[4];
-        int R = j->M - m < 4 ? (int)(j->M - m) : 4;
-        switch (R) {
-          case 4: fbx__mnb_col_i4(s, col, sc, j->rows + m, 4, acc); break;
-          case 3: fbx__mnb_col_i4(s, col, sc, j->rows + m, 3, acc); break;
-          case 2: fbx__mnb_col_i4(s, col, sc, j->rows + m, 2, acc); break;
-          default: fbx__mnb_col_i4(s, col, sc, j->rows + m, 1, acc); break;
-        }
-        for (int r = 0; r < R; r++) j->y[(m + r) * N + n] = acc[r] - fbx__mnb_dot(sz, j->rows[m + r].sq, kb) + bias;
-      }
-#endif
-    for (; m < j->M; m++) {
+    for (int64_t m = 0; m < j->M; m++) {
       const fbx__mnb_row *r = &j->rows[m];
       float acc = 0;
       if (j->int8)
@@ -309,9 +271,10 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
 
 /* Prepare a row of A into scratch: float copy padded to kpad and block sums, or
  * int8 codes per block (ORT's CPU quantiser: scale max|a|/127, codes rne(a * 127/max|a|)). */
-static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8, fbx__mnb_row *r, float *af,
-                              float *f1, int8_t *qa, float *f2) {
+static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8, int pairs, fbx__mnb_row *r,
+                              float *af, float *f1, int8_t *qa, float *f2, float *sav) {
   const int64_t K = s->K, bs = s->bs;
+  if (int8 && pairs) memset(qa + (s->pairs - 1) * 64, 0, 64); /* an odd last 32-chunk leaves half a group */
   for (int64_t b = 0; b < s->kb; b++) {
     int64_t k0 = b * bs, k1 = k0 + bs < K ? k0 + bs : K;
     if (!int8) {
@@ -327,11 +290,21 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
     for (int64_t k = k0; k < k0 + bs; k++) {
       int q = k < k1 ? (int)nearbyintf(a[k] * inv) : 0;
       q = q > 127 ? 127 : q < -127 ? -127 : q;
-      qa[k] = (int8_t)q;
+      /* pair order within each 64-value group: 0-15, 32-47, 16-31, 48-63 */
+      int64_t t64 = k & 63, pos = pairs ? (k - t64) + (t64 & 15) + ((t64 >> 5) << 4) + (((t64 >> 4) & 1) << 5) : k;
+      qa[pos] = (int8_t)q;
       t += q;
     }
     f1[b] = scale;
     f2[b] = scale * (float)t;
+  }
+  if (int8 && pairs) { /* lane scales of each 64-value group (a padding chunk's are zero) */
+    for (int64_t g = 0; g < s->pairs; g++)
+      for (int l = 0; l < 8; l++) {
+        int64_t b = (64 * g + (l < 4 ? 0 : 32)) / bs;
+        sav[8 * g + l] = b < s->kb ? f1[b] : 0.0f;
+      }
+    r->sav = sav;
   }
   if (int8) r->qa = qa, r->sa = f1, r->sq = f2;
   else r->a = af, r->asum = f1;
@@ -351,7 +324,7 @@ static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst)
   const int64_t kb = s->kb, bs = s->bs, blk = bs * s->bits / 8;
   const uint8_t *col = s->w + n * s->col_bytes;
   for (int64_t b = 0; b < kb; b++) {
-    const float sc = s->scale[n * kb + b], off = -s->sz[n * kb + b];
+    const float sc = s->scale[n * s->ks + b], off = -s->sz[n * s->ks + b];
     const uint8_t *w = col + b * blk;
     float *d = dst + b * bs;
 #if defined(__AVX2__)
@@ -423,8 +396,9 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
     fbx_cpu_par(c, panels, 1, fbx__mnb_gemm_panels, &g);
     return NULL;
   }
-  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path kpad codes + 2 kb floats */
-  size_t per_row = int8 ? (size_t)kpad + (size_t)kb * 8 + 64 : (size_t)(kpad + kb) * 4 + 64;
+  const int pairs = int8 && s->bits == 4 && s->ch == 32;
+  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path pairs*64 codes + 2 kb + 8 pairs floats */
+  size_t per_row = int8 ? (size_t)(s->pairs * 64) + (size_t)(2 * kb + 8 * s->pairs) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
   per_row = (per_row + 63) & ~(size_t)63;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 128;
   unsigned char *mem = fbx_cpu_scratch(c, need);
@@ -436,14 +410,15 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
     memset(r, 0, sizeof *r);
     const float *a = (const float *)A->data + m * s->K;
     if (int8) {
-      float *f1 = (float *)(p + ((kpad + 63) & ~(int64_t)63));
-      fbx__mnb_row_prep(s, a, 1, r, NULL, f1, (int8_t *)p, f1 + kb);
+      float *f1 = (float *)(p + s->pairs * 64);
+      fbx__mnb_row_prep(s, a, 1, pairs, r, NULL, f1, (int8_t *)p, f1 + kb, f1 + 2 * kb);
     } else {
-      fbx__mnb_row_prep(s, a, 0, r, (float *)p, (float *)p + kpad, NULL, NULL);
+      fbx__mnb_row_prep(s, a, 0, 0, r, (float *)p, (float *)p + kpad, NULL, NULL, NULL);
     }
   }
-  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8};
-  info->variant = int8 ? (s->bits == 4 ? "mnb_int4_int8_avx2" : "mnb_int8_int8_avx2")
+  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8, .pairs = pairs};
+  info->variant = pairs ? (fbx__mnb_vnni_enabled() ? "mnb_int4_int8_vnni" : "mnb_int4_int8_avx2")
+                  : int8 ? (s->bits == 4 ? "mnb_int4_int8_avx2_b16" : "mnb_int8_int8_avx2")
                        : (s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2");
   info->reason = int8 ? "accuracy_level 4: A quantised to int8 per block, exact integer block dots"
                       : "accuracy_level 0: float, dequantised in registers";
