@@ -26,12 +26,13 @@
 #include <immintrin.h>
 #endif
 
+#include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 #include "cpu_mnb.h"
 #include "cpu_simd.h"
 
 #if defined(__AVX2__)
-/* the pair kernel, AVX2 flavour (cpu_mnb_vnni.c compiles the VNNI one) */
+/* the pair kernel, AVX2 flavour (cpu_mnb_avx512.c compiles the VNNI one) */
 #define FBX__MNB_PASTE2(a, b) a##b
 #define FBX__MNB_I4_PASTE(a, b) FBX__MNB_PASTE2(a, b)
 #define FBX__MNB_I4_COLS fbx__mnb_i4_cols_avx2
@@ -193,6 +194,31 @@ static inline float fbx__mnb_block_f32(const fbx__mnb_state *s, const uint8_t *w
 #endif
 }
 
+#if defined(__AVX2__)
+/* 4-bit, 32-chunks: sum_b s_b (sum_k q_k a_k) for one row, the block sums kept in
+ * float lanes and scaled there (one horizontal sum per column, not per block). */
+static inline float fbx__mnb_col_f32_c32(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a) {
+  __m256 f0 = _mm256_setzero_ps(), f1 = _mm256_setzero_ps(), q0, q1;
+  const int64_t bs = s->bs;
+  for (int64_t b = 0; b < s->kb; b++, a += bs) {
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+    for (int64_t k = 0; k < bs; k += 32, w += 16) {
+      __m256i q = fbx__mnb_u4x32(w);
+      fbx__mnb_u8x16_f32(_mm256_castsi256_si128(q), &q0, &q1);
+      b0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(a + k), b0);
+      b1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(a + k + 8), b1);
+      fbx__mnb_u8x16_f32(_mm256_extracti128_si256(q, 1), &q0, &q1);
+      b0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(a + k + 16), b0);
+      b1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(a + k + 24), b1);
+    }
+    __m256 sb = _mm256_broadcast_ss(&sc[b]);
+    f0 = _mm256_fmadd_ps(b0, sb, f0);
+    f1 = _mm256_fmadd_ps(b1, sb, f1);
+  }
+  return fbx__hsum256(_mm256_add_ps(f0, f1));
+}
+#endif
+
 /* ------------------------------------------------------------- int8 path -- */
 
 /* Exact sum_k qa_k q_k over one block, one row (|sum| < 2^31 for bs <= 128 and 8 bits). */
@@ -253,6 +279,9 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
     return;
   }
 #endif
+#if defined(__AVX2__)
+  const int f32_avx512 = fbx_cpu_avx512_enabled();
+#endif
   for (int64_t n = n0; n < n1; n++) {
     const uint8_t *col = s->w + n * s->col_bytes;
     const float *sc = s->scale + n * s->ks, *sz = s->sz + n * s->ks;
@@ -262,6 +291,10 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
       float acc = 0;
       if (j->int8)
         for (int64_t b = 0; b < kb; b++) acc += (float)fbx__mnb_block_i8(s, col + b * blk_bytes, r->qa + b * s->bs) * (r->sa[b] * sc[b]);
+#if defined(__AVX2__)
+      else if (s->bits == 4 && s->ch == 32)
+        acc = f32_avx512 ? fbx__mnb_col_f32_avx512(s, col, sc, r->a) : fbx__mnb_col_f32_c32(s, col, sc, r->a);
+#endif
       else
         for (int64_t b = 0; b < kb; b++) acc += sc[b] * fbx__mnb_block_f32(s, col + b * blk_bytes, r->a + b * s->bs);
       j->y[m * N + n] = acc - fbx__mnb_dot(sz, j->int8 ? r->sq : r->asum, kb) + bias;
@@ -419,7 +452,8 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8, .pairs = pairs};
   info->variant = pairs ? (fbx__mnb_vnni_enabled() ? "mnb_int4_int8_vnni" : "mnb_int4_int8_avx2")
                   : int8 ? (s->bits == 4 ? "mnb_int4_int8_avx2_b16" : "mnb_int8_int8_avx2")
-                       : (s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2");
+                  : s->bits == 4 && s->ch == 32 && fbx_cpu_avx512_enabled() ? "mnb_int4_f32_avx512"
+                  : (s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2");
   info->reason = int8 ? "accuracy_level 4: A quantised to int8 per block, exact integer block dots"
                       : "accuracy_level 0: float, dequantised in registers";
   int64_t grain = 16 + 65536 / (s->K * (M ? M : 1) + 1);

@@ -1,4 +1,4 @@
-/* Internal to the MATMUL_NBITS kernels (cpu_mnb.c, cpu_mnb_vnni.c): the
+/* Internal to the MATMUL_NBITS kernels (cpu_mnb.c, cpu_mnb_avx512.c): the
  * repacked weights, a prepared row of A, and the 4-bit int8 column kernel
  * that is compiled twice (cpu_mnb_i4.inc: AVX2 maddubs, AVX-512 VNNI dpbusd). */
 #ifndef FBX_BACKEND_CPU_MNB_H
@@ -40,5 +40,7 @@ typedef struct fbx__mnb_i4_job {
 void fbx__mnb_i4_cols_avx2(const fbx__mnb_i4_job *j, int64_t n0, int64_t n1);
 void fbx__mnb_i4_cols_vnni(const fbx__mnb_i4_job *j, int64_t n0, int64_t n1);
 int fbx__mnb_vnni_enabled(void); /* AVX-512 VNNI + VL present (and AVX-512 not disabled) */
+/* The float path's column sum for 4-bit 32-chunks (cpu_mnb_avx512.c; when fbx_cpu_avx512_enabled()). */
+float fbx__mnb_col_f32_avx512(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a);
 
 #endif
