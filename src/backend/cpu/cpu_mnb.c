@@ -198,7 +198,7 @@ static inline float fbx__mnb_block_f32(const fbx__mnb_state *s, const uint8_t *w
 /* 4-bit, 32-chunks: sum_b s_b (sum_k q_k a_k) for one row, the block sums kept in
  * float lanes and scaled there (one horizontal sum per column, not per block). */
 static inline float fbx__mnb_col_f32_c32(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a) {
-  __m256 f0 = _mm256_setzero_ps(), f1 = _mm256_setzero_ps(), q0, q1;
+  __m256 f[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}, q0, q1;
   const int64_t bs = s->bs;
   for (int64_t b = 0; b < s->kb; b++, a += bs) {
     __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
@@ -212,10 +212,10 @@ static inline float fbx__mnb_col_f32_c32(const fbx__mnb_state *s, const uint8_t 
       b1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(a + k + 24), b1);
     }
     __m256 sb = _mm256_broadcast_ss(&sc[b]);
-    f0 = _mm256_fmadd_ps(b0, sb, f0);
-    f1 = _mm256_fmadd_ps(b1, sb, f1);
+    f[2 * (b & 1)] = _mm256_fmadd_ps(b0, sb, f[2 * (b & 1)]); /* even / odd blocks: separate FMA chains */
+    f[2 * (b & 1) + 1] = _mm256_fmadd_ps(b1, sb, f[2 * (b & 1) + 1]);
   }
-  return fbx__hsum256(_mm256_add_ps(f0, f1));
+  return fbx__hsum256(_mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3])));
 }
 #endif
 

@@ -34,7 +34,7 @@ int fbx__mnb_vnni_enabled(void) {
  * nibble runs of a chunk are 16 consecutive k each, one zmm apiece. */
 float fbx__mnb_col_f32_avx512(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a) {
   const __m128i lo4 = _mm_set1_epi8(15);
-  __m512 f = _mm512_setzero_ps();
+  __m512 f[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* even / odd blocks: two FMA chains */
   const int64_t bs = s->bs;
   for (int64_t b = 0; b < s->kb; b++, a += bs) {
     __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
@@ -44,7 +44,7 @@ float fbx__mnb_col_f32_avx512(const fbx__mnb_state *s, const uint8_t *w, const f
       b0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), _mm512_loadu_ps(a + k), b0);
       b1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), _mm512_loadu_ps(a + k + 16), b1);
     }
-    f = _mm512_fmadd_ps(_mm512_add_ps(b0, b1), _mm512_set1_ps(sc[b]), f);
+    f[b & 1] = _mm512_fmadd_ps(_mm512_add_ps(b0, b1), _mm512_set1_ps(sc[b]), f[b & 1]);
   }
-  return _mm512_reduce_add_ps(f);
+  return _mm512_reduce_add_ps(_mm512_add_ps(f[0], f[1]));
 }
