@@ -49,7 +49,8 @@ static fbx_status *fbx__ir_infer_gqa(const fbx_ir_node *node, const fbx_tensor *
   FBX__IR_NEED_IN(node, n_in, 7);
   const int nh = node->params.gqa.num_heads, kvh = node->params.gqa.kv_num_heads;
   const fbx_tensor *q = &in[0];
-  if (q->rank != 3 || nh < 1 || kvh < 1 || nh % kvh) return FBX__IR_FAIL(node, "query must be (B, S, D), heads %d/%d", nh, kvh);
+  if (q->rank != 3 || nh < 1 || kvh < 1 || nh % kvh)
+    return FBX__IR_FAIL(node, "query must be (B, S, D), heads %d/%d", nh, kvh);
   bool packed = !fbx__ir_present(in, n_in, 1);
   int64_t hd = q->dims[2] / (packed ? nh + 2 * kvh : nh);
   if (hd < 1 || q->dims[2] != hd * (packed ? nh + 2 * kvh : nh)) return FBX__IR_FAIL(node, "query hidden size");

@@ -100,12 +100,14 @@ bool fbx__onnx_claim_mnb(const fbx_onnx_cctx *c) {
   int64_t level = fbx_onnx_attr_int(n, "accuracy_level", 0);
   if (K < 1 || N < 1) return fbx__onnx_fail(c, "attributes K and N are required");
   if (bits != 4 && bits != 8) return fbx__onnx_fail(c, "bits=%lld (4 and 8 supported)", (long long)bits);
-  if (bs < 16 || bs > 128 || (bs & (bs - 1))) return fbx__onnx_fail(c, "block_size %lld (16..128, powers of two)", (long long)bs);
+  if (bs < 16 || bs > 128 || (bs & (bs - 1)))
+    return fbx__onnx_fail(c, "block_size %lld (16..128, powers of two)", (long long)bs);
   if (level < 0 || level > 4) return fbx__onnx_fail(c, "accuracy_level %lld", (long long)level);
   if (fbx_onnx_attr_int(n, "weight_prepacked", 0) != 0) return fbx__onnx_fail(c, "B prepacked for another EP");
   const fbx_onnx_value *a = fbx__onnx_cin(c, 0);
   if (!fbx__onnx_dt_ok(c, a, FBX__DT(F32), "A")) return false;
-  if (a->rank < 1 || a->dims[a->rank - 1] != K) return fbx__onnx_fail(c, "A's last dim must be K=%lld (static)", (long long)K);
+  if (a->rank < 1 || a->dims[a->rank - 1] != K)
+    return fbx__onnx_fail(c, "A's last dim must be K=%lld (static)", (long long)K);
   int64_t kb = (K + bs - 1) / bs;
   const fbx_onnx_tensor *b = fbx__onnx_cconst(c, 1, "B"), *s = b ? fbx__onnx_cconst(c, 2, "scales") : NULL;
   if (!b || !s) return false;
@@ -153,7 +155,8 @@ static bool fbx__msft_gqa_attrs_ok(const fbx_onnx_cctx *c) {
   for (size_t i = 0; i < sizeof off_ints / sizeof off_ints[0]; i++)
     if (fbx_onnx_attr_int(n, off_ints[i], 0) > 0) return fbx__onnx_fail(c, "attribute %s not supported", off_ints[i]);
   if (fbx_onnx_attr_int(n, "causal", 1) != 1) return fbx__onnx_fail(c, "non-causal attention not supported");
-  if (fbx_onnx_attr_int(n, "local_window_size", -1) != -1) return fbx__onnx_fail(c, "local_window_size not supported yet");
+  if (fbx_onnx_attr_int(n, "local_window_size", -1) != -1)
+    return fbx__onnx_fail(c, "local_window_size not supported yet");
   static const char *const quant[] = {"k_quant_type", "v_quant_type"};
   for (int i = 0; i < 2; i++)
     if (strcmp(fbx_onnx_attr_string(n, quant[i], "NONE"), "NONE") != 0)
@@ -169,15 +172,18 @@ bool fbx__onnx_claim_gqa(const fbx_onnx_cctx *c) {
   if (!fbx__msft_gqa_attrs_ok(c)) return false;
   const fbx_onnx_value *q = fbx__onnx_cin(c, 0), *k = fbx__onnx_cin(c, 1), *v = fbx__onnx_cin(c, 2);
   if (!fbx__onnx_dt_ok(c, q, FBX__DT(F32), "query")) return false;
-  if (q->rank != 3 || q->dims[2] < 1) return fbx__onnx_fail(c, "query must be (batch, seq, hidden) with a static hidden size");
+  if (q->rank != 3 || q->dims[2] < 1)
+    return fbx__onnx_fail(c, "query must be (batch, seq, hidden) with a static hidden size");
   if (!k != !v) return fbx__onnx_fail(c, "key and value must both be present or both absent (packed QKV)");
   int64_t hd = q->dims[2] / (k ? nh : nh + 2 * kvh);
-  if (hd < 1 || q->dims[2] != hd * (k ? nh : nh + 2 * kvh)) return fbx__onnx_fail(c, "query hidden size is not heads * head_size");
+  if (hd < 1 || q->dims[2] != hd * (k ? nh : nh + 2 * kvh))
+    return fbx__onnx_fail(c, "query hidden size is not heads * head_size");
   if (k) {
     for (int i = 1; i <= 2; i++) {
       const fbx_onnx_value *x = fbx__onnx_cin(c, i);
       if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), i == 1 ? "key" : "value")) return false;
-      if (x->rank != 3 || x->dims[2] != kvh * hd) return fbx__onnx_fail(c, "key/value must be (batch, seq, kv_num_heads*head_size)");
+      if (x->rank != 3 || x->dims[2] != kvh * hd)
+        return fbx__onnx_fail(c, "key/value must be (batch, seq, kv_num_heads*head_size)");
     }
   }
   const fbx_onnx_value *pk = fbx__onnx_cin(c, 3), *pv = fbx__onnx_cin(c, 4);
@@ -189,7 +195,8 @@ bool fbx__onnx_claim_gqa(const fbx_onnx_cctx *c) {
       return fbx__onnx_fail(c, "past key/value must be BNSH (batch, kv_num_heads, past, head_size)");
   }
   for (int i = 5; i <= 6; i++)
-    if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, i), FBX__DT(I32), i == 5 ? "seqlens_k" : "total_sequence_length")) return false;
+    if (!fbx__onnx_dt_ok(c, fbx__onnx_cin(c, i), FBX__DT(I32), i == 5 ? "seqlens_k" : "total_sequence_length"))
+      return false;
   const fbx_onnx_value *cs = fbx__onnx_cin(c, 7), *sn = fbx__onnx_cin(c, 8);
   bool rot = fbx_onnx_attr_int(n, "do_rotary", 0) != 0;
   if (rot) {
@@ -202,8 +209,10 @@ bool fbx__onnx_claim_gqa(const fbx_onnx_cctx *c) {
     }
   }
   for (int i = 9; i < n->n_inputs; i++)
-    if (fbx__onnx_cin(c, i)) return fbx__onnx_fail(c, "input %d (position_ids/attention_bias/head_sink/...) not supported", i);
-  if (!fbx__onnx_cout(c, 1) || !fbx__onnx_cout(c, 2)) return fbx__onnx_fail(c, "present_key/present_value outputs required");
+    if (fbx__onnx_cin(c, i))
+      return fbx__onnx_fail(c, "input %d (position_ids/attention_bias/head_sink/...) not supported", i);
+  if (!fbx__onnx_cout(c, 1) || !fbx__onnx_cout(c, 2))
+    return fbx__onnx_fail(c, "present_key/present_value outputs required");
   if (!fbx__onnx_no_out(c, 3, "output_qk")) return false;
   return true;
 }
@@ -236,7 +245,8 @@ bool fbx__onnx_claim_rope(const fbx_onnx_cctx *c) {
                        *sn = fbx__onnx_cin(c, 3);
   if (!fbx__onnx_dt_ok(c, x, FBX__DT(F32), "input")) return false;
   if (!fbx__onnx_dt_ok(c, pos, FBX__DT(I64), "position_ids")) return false;
-  if (!fbx__onnx_dt_ok(c, cs, FBX__DT(F32), "cos_cache") || !fbx__onnx_dt_ok(c, sn, FBX__DT(F32), "sin_cache")) return false;
+  if (!fbx__onnx_dt_ok(c, cs, FBX__DT(F32), "cos_cache") || !fbx__onnx_dt_ok(c, sn, FBX__DT(F32), "sin_cache"))
+    return false;
   if (fbx_onnx_attr_int(n, "is_packed_batching", 0) != 0) return fbx__onnx_fail(c, "packed batching not supported");
   if (fbx_onnx_attr_float(n, "scale", 1.0f) != 1.0f) return fbx__onnx_fail(c, "scale != 1 not supported");
   if (x->rank != 3 && x->rank != 4) return fbx__onnx_fail(c, "input must be (B, S, hidden) or (B, N, S, H)");

@@ -145,7 +145,8 @@ static void run_model(fbx_host *h, const char *model_rel, const refs *r, double 
   for (int t = 0; t < STEPS && !e; t++) ref_same += gf[t] == tok[t];
   printf("  %s: greedy %d steps: %lld identical to ORT CPU, %lld to the float64 reference\n", model_rel, STEPS,
          (long long)same, (long long)ref_same);
-  if (level == 0) CHECK(same == STEPS, "%s: greedy tokens differ from ORT CPU (%lld of %d same)", model_rel, (long long)same, STEPS);
+  if (level == 0)
+    CHECK(same == STEPS, "%s: greedy tokens differ from ORT CPU (%lld of %d same)", model_rel, (long long)same, STEPS);
 out:
   fbx_host_err_free(e);
   fbx_host_decoder_free(&df);

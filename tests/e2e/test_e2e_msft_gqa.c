@@ -95,7 +95,8 @@ static void reference(const gqa_case *c, const fbx_host_tensor *q, const fbx_hos
   free(qr);
 }
 
-static size_t count_bad(const fbx_host_tensor *t, const double *ref, const gqa_case *c, int L, int present, double *worst) {
+static size_t count_bad(const fbx_host_tensor *t, const double *ref, const gqa_case *c, int L, int present,
+                        double *worst) {
   size_t bad = 0;
   *worst = 0;
   size_t n = fbx_host_tensor_numel(t);
@@ -113,9 +114,10 @@ static size_t count_bad(const fbx_host_tensor *t, const double *ref, const gqa_c
 
 static void run_case(fbx_host *h, const gqa_case *c, const char *dir, int idx) {
   char desc[220], path[512];
-  snprintf(desc, sizeof desc, "GQA B=%d S=%d heads=%d/%d H=%d past=%d total=%d seqlens=%d,%d packed=%d rotary=%d%s rot=%d softcap=%g",
-           c->B, c->S, c->nh, c->kvh, c->H, c->past_len, c->total, c->seqlens[0], c->B > 1 ? c->seqlens[1] : -1, c->packed,
-           c->rotary, c->interleaved ? "i" : "", 2 * c->rot_half, c->softcap);
+  snprintf(desc, sizeof desc,
+           "GQA B=%d S=%d heads=%d/%d H=%d past=%d total=%d seqlens=%d,%d packed=%d rotary=%d%s rot=%d softcap=%g",
+           c->B, c->S, c->nh, c->kvh, c->H, c->past_len, c->total, c->seqlens[0], c->B > 1 ? c->seqlens[1] : -1,
+           c->packed, c->rotary, c->interleaved ? "i" : "", 2 * c->rot_half, c->softcap);
   snprintf(path, sizeof path, "%s/gqa%d.onnx", dir, idx);
   const int B = c->B, S = c->S, nh = c->nh, kvh = c->kvh, H = c->H;
   const int L = c->total > c->past_len ? c->total : c->past_len;
@@ -184,7 +186,8 @@ static void run_case(fbx_host *h, const gqa_case *c, const char *dir, int idx) {
       double wo, wk, wv;
       size_t bo = count_bad(&o[0], ro, c, L, 0, &wo), bk = count_bad(&o[1], rk, c, L, 1, &wk),
              bv = count_bad(&o[2], rv, c, L, 1, &wv);
-      CHECK(bo == 0 && bk == 0 && bv == 0, "%s: %s: off the float64 reference: output %zu (max %g), present_key %zu (%g), present_value %zu (%g)",
+      CHECK(bo == 0 && bk == 0 && bv == 0,
+            "%s: %s: off the float64 reference: output %zu (max %g), present_key %zu (%g), present_value %zu (%g)",
             desc, who, bo, wo, bk, wk, bv, wv);
       CHECK(o[1].dims[2] == L, "%s: %s: present length %lld, want %d", desc, who, (long long)o[1].dims[2], L);
     }
@@ -210,7 +213,8 @@ static void run_rope(fbx_host *h, const rope_case *c, const char *dir, int idx) 
   fbx_host_tensor_alloc(&x, "x", FBX_HOST_F32, c->bnsh ? 4 : 3, c->bnsh ? xd4 : xd3);
   fbx_host_tensor_fill_normal(&x, 70 + (uint64_t)idx);
   fbx_host_tensor_alloc(&pos, "position_ids", FBX_HOST_I64, c->pos_scalar ? 1 : 2, c->pos_scalar ? p1 : pd);
-  for (size_t i = 0; i < fbx_host_tensor_numel(&pos); i++) ((int64_t *)pos.data)[i] = c->pos_scalar ? 5 : (int64_t)((i * 7 + 3) % maxp);
+  for (size_t i = 0; i < fbx_host_tensor_numel(&pos); i++)
+    ((int64_t *)pos.data)[i] = c->pos_scalar ? 5 : (int64_t)((i * 7 + 3) % maxp);
   fbx_host_tensor_alloc(&cs, "cos_cache", FBX_HOST_F32, 2, cd);
   fbx_host_tensor_alloc(&sn, "sin_cache", FBX_HOST_F32, 2, cd);
   for (int p = 0; p < maxp; p++)

@@ -1,8 +1,9 @@
 // test_e2e_msft_mnb: com.microsoft MatMulNBits as one-node models (bits 4 and 8, block_size 16..128,
 // K a multiple of the block or not, no / packed uint8 / float zero points, bias, M = 1 (decode)
 // and M > 1 with symbolic batch/seq dims, accuracy_level 0 and 4), run on ORT's CPU EP and with
-// Fusebox (M >= 8 at accuracy_level 0 takes the panel + sgemm path), both checked against a float64 reference written here from the contrib-op docs
-// (w = (q - zero_point) * scale, q packed low nibble first along K, default zero point 2^(bits-1)).
+// Fusebox (M >= 8 at accuracy_level 0 takes the panel + sgemm path), both checked against a float64 reference written
+// here from the contrib-op docs (w = (q - zero_point) * scale, q packed low nibble first along K, default zero point
+// 2^(bits-1)).
 //
 // Tolerances, per output element y = sum_k a_k w_k:
 //   accuracy_level 0: |err| <= 2e-6 * sum_k |a_k w_k| + 1e-6 (float32 accumulation: each of the

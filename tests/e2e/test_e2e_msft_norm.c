@@ -74,8 +74,8 @@ static int near(const fbx_host_tensor *t, const double *ref, const char *what, c
 static void run_case(fbx_host *h, const norm_case *c, const char *dir, int idx) {
   char desc[160], path[512];
   snprintf(desc, sizeof desc, "%s x=(%lld,%lld%s%lld) skip_rank=%d bias=%d beta=%d sum=%d inv=%d", k_ops[c->kind],
-           (long long)c->dims[0], (long long)c->dims[1], c->rank == 3 ? "," : ")", c->rank == 3 ? (long long)c->dims[2] : 0LL,
-           c->skip_rank, c->bias, c->beta, c->sum, c->inv);
+           (long long)c->dims[0], (long long)c->dims[1], c->rank == 3 ? "," : ")",
+           c->rank == 3 ? (long long)c->dims[2] : 0LL, c->skip_rank, c->bias, c->beta, c->sum, c->inv);
   snprintf(path, sizeof path, "%s/norm%d.onnx", dir, idx);
   int64_t hd = c->dims[c->rank - 1];
   fbx_host_tensor x = {0}, skip = {0}, gamma = {0}, beta = {0}, bias = {0};

@@ -106,7 +106,8 @@ static void fbx__att_rows(void *arg, int64_t i0, int64_t i1, int worker) {
         int64_t d = 0;
 #if defined(__AVX2__)
         __m256 pp = _mm256_set1_ps(p);
-        for (; d + 8 <= H; d += 8) _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pp, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
+        for (; d + 8 <= H; d += 8)
+          _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pp, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
 #endif
         for (; d < H; d++) o[d] += p * vr[d];
       }
@@ -126,7 +127,9 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   for (int i = 0; i < 9; i++)
     if (fbx_cpu_present(in, n_in, i) && in[i].dtype != (i == 5 || i == 6 ? FBX_DTYPE_I32 : FBX_DTYPE_F32))
       return FBX_ERR_NOTIMPL("GQA: input %d dtype %s", i, fbx_dtype_name(in[i].dtype));
-  if (fbx_cpu_numel(&in[5]) < B) return FBX_ERR_ARG("GQA: seqlens_k has %lld entries for batch %lld", (long long)fbx_cpu_numel(&in[5]), (long long)B);
+  if (fbx_cpu_numel(&in[5]) < B)
+    return FBX_ERR_ARG("GQA: seqlens_k has %lld entries for batch %lld", (long long)fbx_cpu_numel(&in[5]),
+                       (long long)B);
   const int32_t *seqlens = in[5].data;
   const int64_t total = ((const int32_t *)in[6].data)[0];
   const bool first_prompt = S == total;
@@ -172,7 +175,8 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < S; s++) {
       int64_t pos = pastb[b] + s;
-      if (rot && pos >= max_pos) return FBX_ERR_ARG("GQA: position %lld outside the cos/sin cache (%lld)", (long long)pos, (long long)max_pos);
+      if (rot && pos >= max_pos)
+        return FBX_ERR_ARG("GQA: position %lld outside the cos/sin cache (%lld)", (long long)pos, (long long)max_pos);
       const float *cs = rot ? cosc + pos * (rdim / 2) : NULL, *sn = rot ? sinc + pos * (rdim / 2) : NULL;
       const float *tok = qin + (b * S + s) * q_row;
       const float *kt = packed ? tok + nh * H : (const float *)in[1].data + (b * S + s) * kvh * H;
@@ -193,7 +197,8 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
                     .scratch = scores};
   int64_t tasks = B * kvh * S;
   info->variant = S == 1 ? "gqa_decode_grouped" : "gqa_causal_prefill";
-  info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read" : "heads of a KV group share each K/V row read";
+  info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read"
+                     : "heads of a KV group share each K/V row read";
   info->flops = 4.0 * (double)(B * S * nh * H) * (double)L;
   if (tasks > 1 && B * S * nh * L * H >= 16384) fbx_cpu_par(c, tasks, 1, fbx__att_rows, &j);
   else fbx__att_rows(&j, 0, tasks, 0);
@@ -222,11 +227,12 @@ fbx_status *fbx_cpu_k_ROTARY(FBX_CPU_KERNEL_ARGS) {
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < S; s++) {
       int64_t ps = np == 1 ? pid[0] + s : pid[b * S + s];
-      if (ps < 0 || ps >= max_pos) return FBX_ERR_ARG("ROTARY: position %lld outside the cache (%lld)", (long long)ps, (long long)max_pos);
+      if (ps < 0 || ps >= max_pos)
+        return FBX_ERR_ARG("ROTARY: position %lld outside the cache (%lld)", (long long)ps, (long long)max_pos);
       for (int64_t h = 0; h < N; h++) {
         int64_t off = bnsh ? ((b * N + h) * S + s) * H : (b * S + s) * N * H + h * H;
-        fbx__att_rope(x + off, y + off, H, rot, (const float *)cs->data + ps * half, (const float *)sn->data + ps * half,
-                      p->rope.interleaved);
+        fbx__att_rope(x + off, y + off, H, rot, (const float *)cs->data + ps * half,
+                      (const float *)sn->data + ps * half, p->rope.interleaved);
       }
     }
   info->variant = "rope";

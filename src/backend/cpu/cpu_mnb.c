@@ -77,8 +77,8 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                        (long long)(N * zrow));
   fbx__mnb_state *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
-  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .ks = bs == 32 ? (kb + 1) & ~(int64_t)1 : kb,
-                        .pairs = (kb * bs + 63) / 64, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
+  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .pairs = (kb * bs + 63) / 64,
+                        .ks = bs == 32 ? (kb + 1) & ~(int64_t)1 : kb, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
                         .col_bytes = blob * kb};
   s->w = fbx_malloc_aligned((size_t)(N * s->col_bytes) + 64);
   s->scale = fbx_calloc((size_t)(N * s->ks), sizeof(float));
@@ -290,7 +290,8 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
       const fbx__mnb_row *r = &j->rows[m];
       float acc = 0;
       if (j->int8)
-        for (int64_t b = 0; b < kb; b++) acc += (float)fbx__mnb_block_i8(s, col + b * blk_bytes, r->qa + b * s->bs) * (r->sa[b] * sc[b]);
+        for (int64_t b = 0; b < kb; b++)
+          acc += (float)fbx__mnb_block_i8(s, col + b * blk_bytes, r->qa + b * s->bs) * (r->sa[b] * sc[b]);
 #if defined(__AVX2__)
       else if (s->bits == 4 && s->ch == 32)
         acc = f32_avx512 ? fbx__mnb_col_f32_avx512(s, col, sc, r->a) : fbx__mnb_col_f32_c32(s, col, sc, r->a);
@@ -431,7 +432,8 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   }
   const int pairs = int8 && s->bits == 4 && s->ch == 32;
   /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path pairs*64 codes + 2 kb + 8 pairs floats */
-  size_t per_row = int8 ? (size_t)(s->pairs * 64) + (size_t)(2 * kb + 8 * s->pairs) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
+  size_t per_row =
+      int8 ? (size_t)(s->pairs * 64) + (size_t)(2 * kb + 8 * s->pairs) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
   per_row = (per_row + 63) & ~(size_t)63;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 128;
   unsigned char *mem = fbx_cpu_scratch(c, need);

@@ -70,7 +70,8 @@ fbx_status *fbx_cpu_k_SKIP_NORM(FBX_CPU_KERNEL_ARGS) {
   if (p->skipnorm.has_sum && n_out > 1) j.sum = out[1].data;
   if (p->skipnorm.has_inv) j.inv = out[n_out - 1].data;
   int64_t rows = j.h ? fbx_cpu_numel(x) / j.h : 0;
-  if (j.skip && (j.skip_n < j.h || j.skip_n % j.h)) return FBX_ERR_ARG("SKIP_NORM: skip has %lld elements", (long long)j.skip_n);
+  if (j.skip && (j.skip_n < j.h || j.skip_n % j.h))
+    return FBX_ERR_ARG("SKIP_NORM: skip has %lld elements", (long long)j.skip_n);
   info->variant = j.skip ? (j.simplified ? "skip_rmsnorm_fused" : "skip_layernorm_fused") : "rmsnorm";
   info->reason = "one pass per row, ORT's float order (feeds int8 quantisers bit-identically)";
   info->flops = 6.0 * (double)rows * (double)j.h;
