@@ -173,6 +173,8 @@ int main(void) {
       // M >= 8 at accuracy_level 0: dequantised panels + sgemm (N not a multiple of the 64-column panel)
       {2, 6, 200, 100, 4, 64, 1, 1, 0},  {1, 9, 128, 70, 8, 32, 0, 0, 0},   {1, 16, 96, 64, 4, 16, 2, 1, 0},
       {1, 12, 64, 130, 4, 32, 1, 1, 4},
+      // the int8 group kernels' partial last group: 3 blocks of 64 (1.5 groups of 128), 5 of 32
+      {1, 3, 192, 40, 4, 64, 1, 1, 4},   {1, 5, 160, 24, 4, 32, 2, 0, 4},
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(h, &cases[i], dir, i);
   fbx_host_close(h);

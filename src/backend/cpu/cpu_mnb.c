@@ -31,15 +31,6 @@
 #include "cpu_mnb.h"
 #include "cpu_simd.h"
 
-#if defined(__AVX2__)
-/* the pair kernel, AVX2 flavour (cpu_mnb_avx512.c compiles the VNNI one) */
-#define FBX__MNB_PASTE2(a, b) a##b
-#define FBX__MNB_I4_PASTE(a, b) FBX__MNB_PASTE2(a, b)
-#define FBX__MNB_I4_COLS fbx__mnb_i4_cols_avx2
-#define FBX__MNB_DOT(acc, w, x) \
-  ((acc) = _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((w), (x)), _mm256_set1_epi16(1))))
-#include "cpu_mnb_i4.inc"
-#endif
 
 /* q value k of column n's ORT blob (bits 4: low nibble first). */
 static inline unsigned fbx__mnb_q(const uint8_t *col, int bits, int64_t k) {
@@ -77,8 +68,8 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                        (long long)(N * zrow));
   fbx__mnb_state *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
-  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .pairs = (kb * bs + 63) / 64,
-                        .ks = bs == 32 ? (kb + 1) & ~(int64_t)1 : kb, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
+  *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .ks = (kb + 3) & ~(int64_t)3,
+                        .bits = bits, .ch = bs < 32 ? (int)bs : 32,
                         .col_bytes = blob * kb};
   s->w = fbx_malloc_aligned((size_t)(N * s->col_bytes) + 64);
   s->scale = fbx_calloc((size_t)(N * s->ks), sizeof(float));
@@ -255,6 +246,67 @@ static inline int32_t fbx__mnb_block_i8(const fbx__mnb_state *s, const uint8_t *
 #endif
 }
 
+#if defined(__AVX2__)
+/* The 4-bit int8 group kernel, AVX2 (groups of 2 chunks = 64 values; the AVX-512
+ * VNNI one in cpu_mnb_avx512.c takes 4). One 32-byte load holds two adjacent
+ * 32-value chunks; AND / shift give their low and high nibbles, which meet the
+ * row's codes in the same (permuted) order, so lanes 0-3 sum the first chunk and
+ * lanes 4-7 the second; each lane is scaled by its block's weight scale times
+ * the row's block scale. */
+static inline __attribute__((always_inline)) void fbx__mnb_col_i4_avx2(
+    const fbx__mnb_state *s, const uint8_t *w, const float *sc, const fbx__mnb_row *rows, const int R, float *y) {
+  const __m256i lo4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  const __m256i pick = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
+  /* two accumulators per row (even / odd groups): the FMA chain, not the loads, bounds a column */
+  __m256 facc[2][4];
+  for (int r = 0; r < 4; r++) facc[0][r] = facc[1][r] = _mm256_setzero_ps();
+  const int64_t pairs = (s->kpad + 63) / 64, bs = s->bs;
+  for (int64_t g = 0; g < pairs; g++, w += 32) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)w);
+    __m256i lo = _mm256_and_si256(v, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+    /* lane scales: the two blocks' (bs 32) or the one block's; loadl_epi64 reads 8 unaligned bytes */
+    __m256 swv;
+    if (bs == 32) {
+      __m128 two = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(sc + 2 * g)));
+      swv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), pick);
+    } else {
+      swv = _mm256_broadcast_ss(&sc[(64 * g) / bs]);
+    }
+    for (int r = 0; r < R; r++) {
+      const int8_t *x = rows[r].qa + 64 * g;
+      __m256i acc = _mm256_setzero_si256();
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)x)), ones));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 32))), ones));
+      __m256 lane_scale = _mm256_mul_ps(swv, _mm256_loadu_ps(rows[r].sav + 8 * g));
+      facc[g & 1][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), lane_scale, facc[g & 1][r]);
+    }
+  }
+  for (int r = 0; r < R; r++) y[r] = fbx__hsum256(_mm256_add_ps(facc[0][r], facc[1][r]));
+}
+
+static void fbx__mnb_i4_cols_avx2(const fbx__mnb_i4_job *j, int64_t n0, int64_t n1) {
+  const fbx__mnb_state *s = j->s;
+  const int64_t N = s->N, ks = s->ks;
+  for (int64_t n = n0; n < n1; n++) {
+    const uint8_t *col = s->w + n * s->col_bytes;
+    const float *sc = s->scale + n * ks, *sz = s->sz + n * ks;
+    const float bias = j->bias ? j->bias[n] : 0.0f;
+    for (int64_t m = 0; m < j->M; m += 4) { /* up to 4 rows share each unpacked chunk */
+      float acc[4];
+      int R = j->M - m < 4 ? (int)(j->M - m) : 4;
+      switch (R) {
+        case 4: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 4, acc); break;
+        case 3: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 3, acc); break;
+        case 2: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 2, acc); break;
+        default: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 1, acc); break;
+      }
+      for (int r = 0; r < R; r++)
+        j->y[(m + r) * N + n] = acc[r] - fbx__mnb_dot(sz, j->rows[m + r].sq, s->kb) + bias;
+    }
+  }
+}
+#endif
+
 /* ------------------------------------------------------------ the kernel -- */
 
 typedef struct fbx__mnb_job {
@@ -263,7 +315,7 @@ typedef struct fbx__mnb_job {
   int64_t M;
   const float *bias;
   float *y; /* (M, N) */
-  int int8, pairs; /* pairs: the 4-bit pair kernel (cpu_mnb_i4.inc) */
+  int int8, group; /* group: chunks per group of the 4-bit int8 group kernel (2 AVX2, 4 VNNI), 0 none */
 } fbx__mnb_job;
 
 static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
@@ -272,9 +324,9 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
   const fbx__mnb_state *s = j->s;
   const int64_t kb = s->kb, blk_bytes = s->bs * s->bits / 8, N = s->N;
 #if defined(__AVX2__)
-  if (j->pairs) {
+  if (j->group) {
     fbx__mnb_i4_job ij = {.s = s, .rows = j->rows, .M = j->M, .bias = j->bias, .y = j->y};
-    if (fbx__mnb_vnni_enabled()) fbx__mnb_i4_cols_vnni(&ij, n0, n1);
+    if (j->group == 4) fbx__mnb_i4_cols_vnni512(&ij, n0, n1);
     else fbx__mnb_i4_cols_avx2(&ij, n0, n1);
     return;
   }
@@ -305,10 +357,10 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
 
 /* Prepare a row of A into scratch: float copy padded to kpad and block sums, or
  * int8 codes per block (ORT's CPU quantiser: scale max|a|/127, codes rne(a * 127/max|a|)). */
-static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8, int pairs, fbx__mnb_row *r,
+static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8, int J, fbx__mnb_row *r,
                               float *af, float *f1, int8_t *qa, float *f2, float *sav) {
-  const int64_t K = s->K, bs = s->bs;
-  if (int8 && pairs) memset(qa + (s->pairs - 1) * 64, 0, 64); /* an odd last 32-chunk leaves half a group */
+  const int64_t K = s->K, bs = s->bs, V = 32 * (int64_t)J, groups = J ? (s->kpad + V - 1) / V : 0;
+  if (int8 && J) memset(qa + (groups - 1) * V, 0, (size_t)V); /* the last group may be part padding */
   for (int64_t b = 0; b < s->kb; b++) {
     int64_t k0 = b * bs, k1 = k0 + bs < K ? k0 + bs : K;
     if (!int8) {
@@ -324,19 +376,20 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
     for (int64_t k = k0; k < k0 + bs; k++) {
       int q = k < k1 ? (int)nearbyintf(a[k] * inv) : 0;
       q = q > 127 ? 127 : q < -127 ? -127 : q;
-      /* pair order within each 64-value group: 0-15, 32-47, 16-31, 48-63 */
-      int64_t t64 = k & 63, pos = pairs ? (k - t64) + (t64 & 15) + ((t64 >> 5) << 4) + (((t64 >> 4) & 1) << 5) : k;
+      /* group order (cpu_mnb.h): low halves of the J chunks, then their high halves */
+      int64_t tg = J ? k % V : 0, u = tg & 31; /* position in the group, in its chunk */
+      int64_t pos = J ? (k - tg) + (u >= 16 ? 16 * J : 0) + 16 * (tg >> 5) + (u & 15) : k;
       qa[pos] = (int8_t)q;
       t += q;
     }
     f1[b] = scale;
     f2[b] = scale * (float)t;
   }
-  if (int8 && pairs) { /* lane scales of each 64-value group (a padding chunk's are zero) */
-    for (int64_t g = 0; g < s->pairs; g++)
-      for (int l = 0; l < 8; l++) {
-        int64_t b = (64 * g + (l < 4 ? 0 : 32)) / bs;
-        sav[8 * g + l] = b < s->kb ? f1[b] : 0.0f;
+  if (int8 && J) { /* lane scales: lanes 4j..4j+3 of a group sum chunk j (a padding chunk's are zero) */
+    for (int64_t g = 0; g < groups; g++)
+      for (int l = 0; l < 4 * J; l++) {
+        int64_t b = (V * g + 32 * (l / 4)) / bs;
+        sav[4 * J * g + l] = b < s->kb ? f1[b] : 0.0f;
       }
     r->sav = sav;
   }
@@ -430,10 +483,10 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
     fbx_cpu_par(c, panels, 1, fbx__mnb_gemm_panels, &g);
     return NULL;
   }
-  const int pairs = int8 && s->bits == 4 && s->ch == 32;
-  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path pairs*64 codes + 2 kb + 8 pairs floats */
-  size_t per_row =
-      int8 ? (size_t)(s->pairs * 64) + (size_t)(2 * kb + 8 * s->pairs) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
+  const int J = int8 && s->bits == 4 && s->ch == 32 ? (fbx__mnb_vnni_enabled() ? 4 : 2) : 0;
+  const int64_t V = J ? 32 * J : 64, groups = (kpad + V - 1) / V;
+  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path groups*V codes + 2 kb + 4 J groups floats */
+  size_t per_row = int8 ? (size_t)(groups * V) + (size_t)(2 * kb + 4 * J * groups) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
   per_row = (per_row + 63) & ~(size_t)63;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 128;
   unsigned char *mem = fbx_cpu_scratch(c, need);
@@ -445,14 +498,14 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
     memset(r, 0, sizeof *r);
     const float *a = (const float *)A->data + m * s->K;
     if (int8) {
-      float *f1 = (float *)(p + s->pairs * 64);
-      fbx__mnb_row_prep(s, a, 1, pairs, r, NULL, f1, (int8_t *)p, f1 + kb, f1 + 2 * kb);
+      float *f1 = (float *)(p + groups * V);
+      fbx__mnb_row_prep(s, a, 1, J, r, NULL, f1, (int8_t *)p, f1 + kb, f1 + 2 * kb);
     } else {
       fbx__mnb_row_prep(s, a, 0, 0, r, (float *)p, (float *)p + kpad, NULL, NULL, NULL);
     }
   }
-  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8, .pairs = pairs};
-  info->variant = pairs ? (fbx__mnb_vnni_enabled() ? "mnb_int4_int8_vnni" : "mnb_int4_int8_avx2")
+  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8, .group = J};
+  info->variant = J ? (J == 4 ? "mnb_int4_int8_vnni512" : "mnb_int4_int8_avx2")
                   : int8 ? (s->bits == 4 ? "mnb_int4_int8_avx2_b16" : "mnb_int8_int8_avx2")
                   : s->bits == 4 && s->ch == 32 && fbx_cpu_avx512_enabled() ? "mnb_int4_f32_avx512"
                   : (s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2");
