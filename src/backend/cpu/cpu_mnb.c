@@ -274,9 +274,10 @@ static inline __attribute__((always_inline)) void fbx__mnb_col_i4_avx2(
     }
     for (int r = 0; r < R; r++) {
       const int8_t *x = rows[r].qa + 64 * g;
-      __m256i acc = _mm256_setzero_si256();
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)x)), ones));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 32))), ones));
+      /* u8 (0..15) x s8 pairs fit int16; madd with ones gives 4 adjacent bytes per lane */
+      __m256i d0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)x));
+      __m256i d1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 32)));
+      __m256i acc = _mm256_add_epi32(_mm256_madd_epi16(d0, ones), _mm256_madd_epi16(d1, ones));
       __m256 lane_scale = _mm256_mul_ps(swv, _mm256_loadu_ps(rows[r].sav + 8 * g));
       facc[g & 1][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), lane_scale, facc[g & 1][r]);
     }
@@ -485,8 +486,10 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   }
   const int J = int8 && s->bits == 4 && s->ch == 32 ? (fbx__mnb_vnni_enabled() ? 4 : 2) : 0;
   const int64_t V = J ? 32 * J : 64, groups = (kpad + V - 1) / V;
-  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path groups*V codes + 2 kb + 4 J groups floats */
-  size_t per_row = int8 ? (size_t)(groups * V) + (size_t)(2 * kb + 4 * J * groups) * 4 + 128 : (size_t)(kpad + kb) * 4 + 64;
+  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path groups*V codes
+   * + 2 kb + 4 J groups floats */
+  size_t per_row = int8 ? (size_t)(groups * V) + (size_t)(2 * kb + 4 * J * groups) * 4 + 128
+                        : (size_t)(kpad + kb) * 4 + 64;
   per_row = (per_row + 63) & ~(size_t)63;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 128;
   unsigned char *mem = fbx_cpu_scratch(c, need);
