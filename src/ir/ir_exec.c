@@ -66,7 +66,8 @@ static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
   const char *fast = p->fast_names[nid];
   char fast_span[512], suffix[512];
   const fbx_backend *where = p->host_step && p->host_step[nid] ? p->host : p->be; /* host steps: the host's name */
-  fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .node_id = nid,
+  fbx_trace_op_site_desc d = {.scope = p->scope, .op = op, .node = n->name ? n->name : "", .domain = n->onnx_domain,
+                              .node_id = nid,
                               .device = where->vt->name ? where->vt->name : "cpu"};
   if (fast && n->op == FBX_IR_OP_FUSED_EW) { /* "Add+Mul+Tanh [fast]", one fused elementwise kernel */
     d.fast_span = fast;

@@ -113,6 +113,22 @@ typedef union fbx_ir_params {
     float extrapolation_value;
   } resize;
   struct { fbx_ir_ew_program *prog; } fused;           /* FUSED_EW */
+  /* SKIP_NORM: y = (s - mean) / sqrt(var + eps) * gamma (+ beta) over the last
+   * dim, s = x (+ skip (+ bias)); simplified (RMSNorm): mean = 0, var = mean(s^2).
+   * has_sum: output 1 is s; has_inv: the last output is 1/sqrt(var + eps). */
+  struct { float epsilon; int simplified, has_sum, has_inv; } skipnorm;
+  /* MATMUL_NBITS: Y(..., N) = A(..., K) @ dequant(B)^T (+ bias), B's column n
+   * block b dequantised as (q - zp) * scale; zp_u8: zero points packed like B
+   * (else float, one per block); accuracy_level 4: A quantised to int8 per block. */
+  struct { int64_t K, N; int bits, block_size, accuracy_level, zp_u8; } nbits;
+  /* GQA (GroupQueryAttention): q (B, S, nh*H) or packed qkv (B, S, (nh+2kvh)*H)
+   * with k = v = NONE; past/present (B, kvh, len, H); rotary on q and new k
+   * when do_rotary (cos/sin (max_pos, rot/2)); scale 0 = 1/sqrt(H); softcap
+   * > 0: scores = softcap * tanh(scores / softcap). Causal. */
+  struct { int num_heads, kv_num_heads, do_rotary, interleaved; float scale, softcap; } gqa;
+  /* ROTARY (RotaryEmbedding): num_heads 0 = head_size from the cos cache;
+   * rot_dim 0 = the whole head; rotation as in GQA. */
+  struct { int num_heads, rot_dim, interleaved; } rope;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {
@@ -123,6 +139,7 @@ typedef struct fbx_ir_node {
   fbx_ir_params params;
   const char *name;          /* ONNX node name (for traces); may be "" */
   const char *onnx_op;       /* ONNX op type this node came from (for traces) */
+  const char *onnx_domain;   /* ... and its domain ("com.microsoft"; NULL or "" = ai.onnx) */
   int onnx_node_index;       /* index of that node in the fused subgraph, or -1 */
   /* Non-NULL when this node is part of a composed fallback: the ONNX op has a
    * fast path in Fusebox but this configuration was built from generic ops

@@ -144,7 +144,13 @@
   X(GLOBAL_AVGPOOL, FBX_IR_CLASS_OTHER, 0)                                       \
   X(GLOBAL_MAXPOOL, FBX_IR_CLASS_OTHER, 0)                                       \
   X(RESIZE, FBX_IR_CLASS_OTHER, 0xe)    /* (X, roi:f32, scales:f32, sizes:int64); empty = absent */ \
-  X(LRN, FBX_IR_CLASS_OTHER, 0)         /* params.lrn */
+  X(LRN, FBX_IR_CLASS_OTHER, 0)         /* params.lrn */                         \
+  /* ---- decoder ops (com.microsoft contrib ops, ir_shape_msft.c) ---- */       \
+  X(SKIP_NORM, FBX_IR_CLASS_OTHER, 0)   /* (X, skip, gamma, beta, bias), absent = NONE; outputs (Y[, sum][, inv_std]); params.skipnorm */ \
+  X(MATMUL_NBITS, FBX_IR_CLASS_OTHER, 0) /* (A, B:u8 (N, k_blocks, blob), scales (N, k_blocks), zero_points, bias); params.nbits */ \
+  /* (q, k, v, past_k, past_v, seqlens_k:i32, total_len:i32 scalar, cos, sin); outputs (out, present_k, present_v); params.gqa */ \
+  X(GQA, FBX_IR_CLASS_OTHER, 0x40)                                               \
+  X(ROTARY, FBX_IR_CLASS_OTHER, 0)      /* (x (B,S,N*H) or (B,N,S,H), position_ids:i64 (1) or (B,S), cos, sin); params.rope */
 
 typedef enum fbx_ir_op {
 #define X(name, cls, shape_mask) FBX_IR_OP_##name,

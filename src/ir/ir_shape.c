@@ -235,6 +235,8 @@ static int fbx__ir_expected_outputs(const fbx_ir_node *node) {
     case FBX_IR_OP_SPLIT: return -1;
     case FBX_IR_OP_TOPK: return 2;
     case FBX_IR_OP_LAYER_NORM: return -3;
+    case FBX_IR_OP_SKIP_NORM: return -3;
+    case FBX_IR_OP_GQA: return 3;
     default: return 1;
   }
 }
@@ -277,6 +279,10 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
                                 p->arg.keepdims);
       outputs[0].dtype = FBX_DTYPE_I64;
       break;
+    case FBX_IR_OP_SKIP_NORM:
+    case FBX_IR_OP_MATMUL_NBITS:
+    case FBX_IR_OP_GQA:
+    case FBX_IR_OP_ROTARY: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
     case FBX_IR_OP_CUMSUM:
     case FBX_IR_OP_TRILU:
     case FBX_IR_OP_LRN:

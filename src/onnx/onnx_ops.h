@@ -29,6 +29,30 @@
 
 typedef struct fbx_onnx_entry fbx_onnx_entry;
 
+/* Rank rules (onnx_rank.c): how a registry row's output ranks/dims follow
+ * from its inputs when ORT left them unknown. Every registry row names one
+ * (a missing column fails to compile); onnx_rank.c defines one function per
+ * rule from this list (a missing function fails to compile or link).
+ *   NONE     no rule (outputs data-dependent, or constants anyway)
+ *   SAME     output 0 has input 0's shape;  SAME_ALL: every output does
+ *   BCAST    output 0 is the numpy broadcast of all inputs
+ *   KEEP     every output keeps input 0's rank, dims unknown
+ *   RANK1/RANK2/SCALAR  output 0 has that rank
+ *   the rest are one op family each (named after it; SKIPNORM: the
+ *   com.microsoft Skip*LayerNormalization ops; MNB: MatMulNBits; GQA: GroupQueryAttention). */
+#define FBX_ONNX_RANK_RULES(X)                                                                     \
+  X(NONE) X(SAME) X(SAME_ALL) X(BCAST) X(KEEP) X(RANK1) X(RANK2) X(SCALAR) X(LAYERNORM) X(MATMUL) \
+  X(QLMATMUL) X(SLICE) X(RESHAPE) X(SQUEEZE) X(UNSQUEEZE) X(CONCAT) X(REDUCE) X(TRANSPOSE) X(SHAPE) \
+  X(NONZERO) X(FLATTEN) X(GATHER) X(GATHER_ELEMENTS) X(GATHER_ND) X(ARG) X(CONV) X(GPOOL) X(EXPAND) \
+  X(COFS) X(ONEHOT) X(COMPRESS) X(SKIPNORM) X(MNB) X(GQA)
+
+typedef enum fbx_onnx_rank_rule {
+#define X(r) FBX_ONNX_RANK_##r,
+  FBX_ONNX_RANK_RULES(X)
+#undef X
+  FBX_ONNX_RANK_COUNT
+} fbx_onnx_rank_rule;
+
 /* Claim context: everything a claim check needs, plus where the reason goes. */
 typedef struct fbx_onnx_cctx {
   const fbx_onnx_graph *g;
@@ -61,6 +85,7 @@ struct fbx_onnx_entry {
   int min_opset, max_opset;
   fbx_onnx_claim_fn claim;
   fbx_onnx_translate_fn translate;
+  fbx_onnx_rank_rule rank;   /* rank inference for its outputs (onnx_rank.c) */
   int aux;                   /* family-specific: usually an fbx_ir_op */
   const char *attrs;         /* comma-separated attribute names the claim check understands */
 };
@@ -68,6 +93,8 @@ struct fbx_onnx_entry {
 /* The registry entry for node n whose opset range holds n->opset (NULL if
  * none); *any = first entry with that op type and domain, any opset. */
 const fbx_onnx_entry *fbx__onnx_registry_find(const fbx_onnx_node *n, const fbx_onnx_entry **any);
+/* Registry row i (0 <= i < fbx_onnx_registry_count()), NULL out of range. */
+const fbx_onnx_entry *fbx__onnx_registry_entry(int i);
 
 /* ---- claim helpers (onnx_ops_common.c) ---- */
 /* Writes "<op_type>: <msg>" into the reason; returns false. */
@@ -190,6 +217,11 @@ FBX__ONNX_FAMILY(dynquant)
 FBX__ONNX_FAMILY(mmint)
 FBX__ONNX_FAMILY(qlmm)
 FBX__ONNX_FAMILY(unique)
+/* decoder ops (onnx_ops_msft.c) */
+FBX__ONNX_FAMILY(skipnorm)
+FBX__ONNX_FAMILY(mnb)
+FBX__ONNX_FAMILY(gqa)
+FBX__ONNX_FAMILY(rope)
 
 /* float16 via float32 (onnx_ops_f16.c): family X gets claim_X_h / tr_X_h,
  * which run X on a shadow of the node where float16 reads as float32 and

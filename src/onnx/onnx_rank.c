@@ -1,11 +1,14 @@
-/* Rank inference (see onnx_rank.h): per default-domain op, the output rank
- * (and static dims where cheap) from the inputs' ranks/dims, attributes and
- * constant inputs, following the ONNX operator spec. Rules only decide when
+/* Rank inference (see onnx_rank.h): per registered op (any domain), the
+ * output rank (and static dims where cheap) from the inputs' ranks/dims,
+ * attributes and constant inputs, following the ONNX operator spec (or ORT's
+ * contrib-op docs for com.microsoft). The rule is a column of the op's
+ * registry row, so an op is never registered without one. Rules only decide when
  * they are sure; otherwise the output keeps rank -1 and the registry
  * declines its consumers as before. */
 #include "onnx_rank.h"
 
 #include "../base/checked.h"
+#include "onnx_ops.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -102,12 +105,6 @@ static bool fbx__rank_axes_mark(const int64_t *axes, int n_axes, int rank, bool 
     mark[a] = true;
   }
   return true;
-}
-
-static bool fbx__rank_op_in(const char *op, const char *const *list) {
-  for (; *list; list++)
-    if (strcmp(op, *list) == 0) return true;
-  return false;
 }
 
 /* ------------------------------------------------------------------ rules -- */
@@ -341,189 +338,205 @@ static void fbx__rank_slice(const fbx_onnx_graph *g, const fbx_onnx_node *n, fbx
   }
 }
 
-/* Ops whose outputs all have input 0's shape. */
-static const char *const fbx__rank_same_ops[] = {
-  "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BatchNormalization", "Cast", "CastLike", "Ceil",
-  "Celu", "Clip", "Cos", "Cosh", "CumSum", "DequantizeLinear", "Dropout", "Elu", "Erf", "Exp", "Floor", "Gelu",
-  "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LeakyRelu",
-  "Log", "LogSoftmax", "LpNormalization", "LRN", "MeanVarianceNormalization", "Mish", "Neg", "Not",
-  "QuantizeLinear", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
-  "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "Trilu", "BitwiseNot",
-  "ScatterND", "ScatterElements", "Scatter", "ReverseSequence", NULL};
-/* Ops whose output 0 is the numpy broadcast of all inputs. */
-static const char *const fbx__rank_bcast_ops[] = {
-  "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-  "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Max", "Min", "Sum", "Mean",
-  "Where", "PRelu", NULL};
-/* Ops whose outputs keep input 0's rank, dims unknown. */
-static const char *const fbx__rank_keep_ops[] = {
-  "Tile", "Pad", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "TopK", "Split", "LpPool",
-  NULL};
+/* One function per rank rule of FBX_ONNX_RANK_RULES (onnx_ops.h): the output
+ * shapes of node n into out[0..min(n_outputs, FBX__RANK_MAX_OUT)). */
+typedef void (*fbx__rank_rule_fn)(const fbx_onnx_graph *g, const fbx_onnx_node *n, fbx__rank_shape *out);
+#define FBX__RANK_RULE(name) \
+  static void fbx__rank_rule_##name(const fbx_onnx_graph *g, const fbx_onnx_node *n, fbx__rank_shape *out)
 
-/* Output shapes of node n into out[0..n_outputs). */
-static void fbx__rank_node(const fbx_onnx_graph *g, const fbx_onnx_node *n, fbx__rank_shape *out) {
-  const char *op = n->op_type;
+static int fbx__rank_n_out(const fbx_onnx_node *n) {
+  return n->n_outputs < FBX__RANK_MAX_OUT ? n->n_outputs : FBX__RANK_MAX_OUT;
+}
+
+FBX__RANK_RULE(NONE) { (void)g, (void)n, (void)out; }
+FBX__RANK_RULE(SAME) { fbx__rank_copy_in(g, n, 0, &out[0]); }
+FBX__RANK_RULE(SAME_ALL) {
+  for (int k = 0; k < fbx__rank_n_out(n); k++) fbx__rank_copy_in(g, n, 0, &out[k]);
+}
+FBX__RANK_RULE(BCAST) { fbx__rank_broadcast(g, n, 0, n->n_inputs - 1, &out[0]); }
+FBX__RANK_RULE(KEEP) {
   int r0 = fbx__rank_in_rank(g, n, 0);
-  if (fbx__rank_op_in(op, fbx__rank_same_ops)) {
-    fbx__rank_copy_in(g, n, 0, &out[0]);
-    if (strcmp(op, "Dropout") == 0) out[1] = out[0];  /* mask */
-    if (strcmp(op, "BatchNormalization") == 0) return; /* training outputs: 1-D, left alone */
-    return;
-  }
-  if (fbx__rank_op_in(op, fbx__rank_bcast_ops)) {
-    fbx__rank_broadcast(g, n, 0, n->n_inputs - 1, &out[0]);
-    return;
-  }
-  if (fbx__rank_op_in(op, fbx__rank_keep_ops)) {
-    if (r0 < 0) return;
-    int no = n->n_outputs < FBX__RANK_MAX_OUT ? n->n_outputs : FBX__RANK_MAX_OUT;
-    for (int k = 0; k < no; k++) fbx__rank_set_dynamic(&out[k], r0);
-    return;
-  }
-  if (strcmp(op, "LayerNormalization") == 0) { /* Y like X; Mean/InvStdDev keep the rank */
-    fbx__rank_copy_in(g, n, 0, &out[0]);
-    if (r0 >= 0) fbx__rank_set_dynamic(&out[1], r0), fbx__rank_set_dynamic(&out[2], r0);
-    return;
-  }
-  if (strcmp(op, "MatMul") == 0 || strcmp(op, "MatMulInteger") == 0) { fbx__rank_matmul(g, n, 0, 1, &out[0]); return; }
-  if (strcmp(op, "QLinearMatMul") == 0) { fbx__rank_matmul(g, n, 0, 3, &out[0]); return; }
-  if (strcmp(op, "Gemm") == 0 || strcmp(op, "EyeLike") == 0 || strcmp(op, "NonMaxSuppression") == 0) {
-    fbx__rank_set_dynamic(&out[0], 2);
-    return;
-  }
-  if (strcmp(op, "Slice") == 0) { fbx__rank_slice(g, n, &out[0]); return; }
-  if (strcmp(op, "Reshape") == 0) { fbx__rank_reshape(g, n, &out[0]); return; }
-  if (strcmp(op, "Squeeze") == 0) { fbx__rank_squeeze(g, n, false, &out[0]); return; }
-  if (strcmp(op, "Unsqueeze") == 0) { fbx__rank_squeeze(g, n, true, &out[0]); return; }
-  if (strcmp(op, "Concat") == 0) { fbx__rank_concat(g, n, &out[0]); return; }
-  if (strncmp(op, "Reduce", 6) == 0) { fbx__rank_reduce(g, n, &out[0]); return; }
-  if (strcmp(op, "Transpose") == 0) {
-    if (r0 < 0) return;
-    const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
-    const fbx_onnx_attr *p = fbx_onnx_attr_find(n, "perm");
-    fbx__rank_set_dynamic(&out[0], r0);
-    if (p && (p->type != FBX_ONNX_ATTR_INTS || p->n_ints != r0)) return;
-    for (int k = 0; k < r0; k++) {
-      int64_t src = p ? p->ints[k] : r0 - 1 - k;
-      if (src < 0 || src >= r0) { fbx__rank_set_dynamic(&out[0], r0); return; }
-      out[0].d[k] = x->dims[src] >= 0 ? x->dims[src] : -1;
-    }
-    return;
-  }
-  if (strcmp(op, "Shape") == 0) {
-    if (r0 < 0) { fbx__rank_set_dynamic(&out[0], 1); return; }
-    int64_t s = fbx_onnx_attr_int(n, "start", 0), e = fbx_onnx_attr_int(n, "end", r0);
-    if (s < 0) s += r0;
-    if (e < 0) e += r0;
-    s = s < 0 ? 0 : s > r0 ? r0 : s;
-    e = e < 0 ? 0 : e > r0 ? r0 : e;
-    fbx__rank_set_dynamic(&out[0], 1);
-    out[0].d[0] = e > s ? e - s : 0;
-    return;
-  }
-  if (strcmp(op, "Size") == 0) { fbx__rank_set_dynamic(&out[0], 0); return; }
-  if (strcmp(op, "Range") == 0) { fbx__rank_set_dynamic(&out[0], 1); return; }
-  if (strcmp(op, "NonZero") == 0) {
-    fbx__rank_set_dynamic(&out[0], 2);
-    out[0].d[0] = r0;
-    return;
-  }
-  if (strcmp(op, "Flatten") == 0) {
-    fbx__rank_set_dynamic(&out[0], 2);
-    int64_t axis = fbx_onnx_attr_int(n, "axis", 1);
-    if (r0 < 0) return;
-    if (axis < 0) axis += r0;
-    if (axis < 0 || axis > r0) return;
-    const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
-    int64_t a = 1, b = 1;
-    for (int k = 0; k < r0; k++) {
-      int64_t *p = k < axis ? &a : &b;
-      *p = (*p < 0 || x->dims[k] < 0) ? -1 : *p * x->dims[k];
-    }
-    out[0].d[0] = a, out[0].d[1] = b;
-    return;
-  }
-  if (strcmp(op, "Gather") == 0) {
-    int ri = fbx__rank_in_rank(g, n, 1);
-    if (r0 < 1 || ri < 0 || r0 + ri - 1 > FBX_MAX_RANK) return;
-    int64_t axis = fbx_onnx_attr_int(n, "axis", 0);
-    if (axis < 0) axis += r0;
-    if (axis < 0 || axis >= r0) return;
-    const fbx_onnx_value *x = fbx__rank_in(g, n, 0), *idx = fbx__rank_in(g, n, 1);
-    fbx__rank_set_dynamic(&out[0], r0 + ri - 1);
-    int j = 0;
-    for (int k = 0; k < axis; k++) out[0].d[j++] = x->dims[k];
-    for (int k = 0; k < ri; k++) out[0].d[j++] = idx->dims[k];
-    for (int k = (int)axis + 1; k < r0; k++) out[0].d[j++] = x->dims[k];
-    for (int k = 0; k < j; k++)
-      if (out[0].d[k] < 0) out[0].d[k] = -1;
-    return;
-  }
-  if (strcmp(op, "GatherElements") == 0) { fbx__rank_copy_in(g, n, 1, &out[0]); return; }
-  if (strcmp(op, "GatherND") == 0) {
-    int ri = fbx__rank_in_rank(g, n, 1);
-    const fbx_onnx_value *idx = fbx__rank_in(g, n, 1);
-    if (r0 < 0 || ri < 1 || idx->dims[ri - 1] < 0) return;
-    int64_t ro = (int64_t)r0 + ri - idx->dims[ri - 1] - 1 - fbx_onnx_attr_int(n, "batch_dims", 0);
-    if (ro >= 0 && ro <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)ro);
-    return;
-  }
-  if (strcmp(op, "ArgMax") == 0 || strcmp(op, "ArgMin") == 0) {
-    if (r0 < 0) return;
-    bool keep = fbx_onnx_attr_int(n, "keepdims", 1) != 0;
-    if (!keep && r0 < 1) return;
-    fbx__rank_set_dynamic(&out[0], keep ? r0 : r0 - 1);
-    return;
-  }
-  if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0 || strcmp(op, "ConvInteger") == 0 ||
-      strcmp(op, "QLinearConv") == 0 || strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0) {
-    if (r0 < 0) return;
-    const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
-    int no = n->n_outputs < 2 ? n->n_outputs : 2; /* MaxPool's Indices too */
-    for (int k = 0; k < no; k++) {
-      fbx__rank_set_dynamic(&out[k], r0);
-      if (r0 >= 1 && x->dims[0] >= 0) out[k].d[0] = x->dims[0];
-    }
-    return;
-  }
-  if (strncmp(op, "Global", 6) == 0 && strstr(op, "Pool")) {
-    if (r0 < 2) return;
-    const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
-    fbx__rank_set_dynamic(&out[0], r0);
-    out[0].d[0] = x->dims[0] >= 0 ? x->dims[0] : -1;
-    out[0].d[1] = x->dims[1] >= 0 ? x->dims[1] : -1;
-    for (int k = 2; k < r0; k++) out[0].d[k] = 1;
-    return;
-  }
-  if (strcmp(op, "Expand") == 0) {
-    int64_t len = fbx__rank_vec_len(g, n, 1);
-    if (r0 < 0 || len < 0) return;
-    int64_t r = len > r0 ? len : r0;
-    if (r <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)r);
-    return;
-  }
-  if (strcmp(op, "ConstantOfShape") == 0) {
-    int64_t s[FBX_MAX_RANK];
-    int c = fbx__rank_const_ints(g, n, 0, s, FBX_MAX_RANK);
-    if (c >= 0) {
-      fbx__rank_set_dynamic(&out[0], c);
-      for (int k = 0; k < c; k++) out[0].d[k] = s[k] >= 0 ? s[k] : -1;
-      return;
-    }
-    int64_t len = fbx__rank_vec_len(g, n, 0);
-    if (len >= 0 && len <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)len);
-    return;
-  }
-  if (strcmp(op, "OneHot") == 0) {
-    if (r0 >= 0 && r0 + 1 <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], r0 + 1);
-    return;
-  }
-  if (strcmp(op, "Compress") == 0) {
-    if (!fbx_onnx_attr_find(n, "axis")) fbx__rank_set_dynamic(&out[0], 1);
-    else if (r0 >= 0) fbx__rank_set_dynamic(&out[0], r0);
-    return;
+  if (r0 < 0) return;
+  for (int k = 0; k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], r0);
+}
+FBX__RANK_RULE(RANK1) { (void)g, (void)n, fbx__rank_set_dynamic(&out[0], 1); }
+FBX__RANK_RULE(RANK2) { (void)g, (void)n, fbx__rank_set_dynamic(&out[0], 2); }
+FBX__RANK_RULE(SCALAR) { (void)g, (void)n, fbx__rank_set_dynamic(&out[0], 0); }
+/* Y like X; the other outputs (Mean / InvStdDev) keep the rank. */
+FBX__RANK_RULE(LAYERNORM) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  fbx__rank_copy_in(g, n, 0, &out[0]);
+  for (int k = 1; r0 >= 0 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], r0);
+}
+FBX__RANK_RULE(MATMUL) { fbx__rank_matmul(g, n, 0, 1, &out[0]); }
+FBX__RANK_RULE(QLMATMUL) { fbx__rank_matmul(g, n, 0, 3, &out[0]); }
+FBX__RANK_RULE(SLICE) { fbx__rank_slice(g, n, &out[0]); }
+FBX__RANK_RULE(RESHAPE) { fbx__rank_reshape(g, n, &out[0]); }
+FBX__RANK_RULE(SQUEEZE) { fbx__rank_squeeze(g, n, false, &out[0]); }
+FBX__RANK_RULE(UNSQUEEZE) { fbx__rank_squeeze(g, n, true, &out[0]); }
+FBX__RANK_RULE(CONCAT) { fbx__rank_concat(g, n, &out[0]); }
+FBX__RANK_RULE(REDUCE) { fbx__rank_reduce(g, n, &out[0]); }
+FBX__RANK_RULE(TRANSPOSE) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 0) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
+  const fbx_onnx_attr *p = fbx_onnx_attr_find(n, "perm");
+  fbx__rank_set_dynamic(&out[0], r0);
+  if (p && (p->type != FBX_ONNX_ATTR_INTS || p->n_ints != r0)) return;
+  for (int k = 0; k < r0; k++) {
+    int64_t src = p ? p->ints[k] : r0 - 1 - k;
+    if (src < 0 || src >= r0) { fbx__rank_set_dynamic(&out[0], r0); return; }
+    out[0].d[k] = x->dims[src] >= 0 ? x->dims[src] : -1;
   }
 }
+FBX__RANK_RULE(SHAPE) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  fbx__rank_set_dynamic(&out[0], 1);
+  if (r0 < 0) return;
+  int64_t s = fbx_onnx_attr_int(n, "start", 0), e = fbx_onnx_attr_int(n, "end", r0);
+  if (s < 0) s += r0;
+  if (e < 0) e += r0;
+  s = s < 0 ? 0 : s > r0 ? r0 : s;
+  e = e < 0 ? 0 : e > r0 ? r0 : e;
+  out[0].d[0] = e > s ? e - s : 0;
+}
+FBX__RANK_RULE(NONZERO) {
+  fbx__rank_set_dynamic(&out[0], 2);
+  out[0].d[0] = fbx__rank_in_rank(g, n, 0);
+}
+FBX__RANK_RULE(FLATTEN) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  fbx__rank_set_dynamic(&out[0], 2);
+  int64_t axis = fbx_onnx_attr_int(n, "axis", 1);
+  if (r0 < 0) return;
+  if (axis < 0) axis += r0;
+  if (axis < 0 || axis > r0) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
+  int64_t a = 1, b = 1;
+  for (int k = 0; k < r0; k++) {
+    int64_t *p = k < axis ? &a : &b;
+    *p = (*p < 0 || x->dims[k] < 0) ? -1 : *p * x->dims[k];
+  }
+  out[0].d[0] = a, out[0].d[1] = b;
+}
+FBX__RANK_RULE(GATHER) {
+  int r0 = fbx__rank_in_rank(g, n, 0), ri = fbx__rank_in_rank(g, n, 1);
+  if (r0 < 1 || ri < 0 || r0 + ri - 1 > FBX_MAX_RANK) return;
+  int64_t axis = fbx_onnx_attr_int(n, "axis", 0);
+  if (axis < 0) axis += r0;
+  if (axis < 0 || axis >= r0) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0), *idx = fbx__rank_in(g, n, 1);
+  fbx__rank_set_dynamic(&out[0], r0 + ri - 1);
+  int j = 0;
+  for (int k = 0; k < axis; k++) out[0].d[j++] = x->dims[k];
+  for (int k = 0; k < ri; k++) out[0].d[j++] = idx->dims[k];
+  for (int k = (int)axis + 1; k < r0; k++) out[0].d[j++] = x->dims[k];
+  for (int k = 0; k < j; k++)
+    if (out[0].d[k] < 0) out[0].d[k] = -1;
+}
+FBX__RANK_RULE(GATHER_ELEMENTS) { fbx__rank_copy_in(g, n, 1, &out[0]); }
+FBX__RANK_RULE(GATHER_ND) {
+  int r0 = fbx__rank_in_rank(g, n, 0), ri = fbx__rank_in_rank(g, n, 1);
+  const fbx_onnx_value *idx = fbx__rank_in(g, n, 1);
+  if (r0 < 0 || ri < 1 || idx->dims[ri - 1] < 0) return;
+  int64_t ro = (int64_t)r0 + ri - idx->dims[ri - 1] - 1 - fbx_onnx_attr_int(n, "batch_dims", 0);
+  if (ro >= 0 && ro <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)ro);
+}
+FBX__RANK_RULE(ARG) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 0) return;
+  bool keep = fbx_onnx_attr_int(n, "keepdims", 1) != 0;
+  if (!keep && r0 < 1) return;
+  fbx__rank_set_dynamic(&out[0], keep ? r0 : r0 - 1);
+}
+/* Conv / pools: input 0's rank and batch dim (MaxPool's Indices too). */
+FBX__RANK_RULE(CONV) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 0) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
+  int no = n->n_outputs < 2 ? n->n_outputs : 2;
+  for (int k = 0; k < no; k++) {
+    fbx__rank_set_dynamic(&out[k], r0);
+    if (r0 >= 1 && x->dims[0] >= 0) out[k].d[0] = x->dims[0];
+  }
+}
+FBX__RANK_RULE(GPOOL) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 2) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
+  fbx__rank_set_dynamic(&out[0], r0);
+  out[0].d[0] = x->dims[0] >= 0 ? x->dims[0] : -1;
+  out[0].d[1] = x->dims[1] >= 0 ? x->dims[1] : -1;
+  for (int k = 2; k < r0; k++) out[0].d[k] = 1;
+}
+FBX__RANK_RULE(EXPAND) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  int64_t len = fbx__rank_vec_len(g, n, 1);
+  if (r0 < 0 || len < 0) return;
+  int64_t r = len > r0 ? len : r0;
+  if (r <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)r);
+}
+FBX__RANK_RULE(COFS) {
+  int64_t s[FBX_MAX_RANK];
+  int c = fbx__rank_const_ints(g, n, 0, s, FBX_MAX_RANK);
+  if (c >= 0) {
+    fbx__rank_set_dynamic(&out[0], c);
+    for (int k = 0; k < c; k++) out[0].d[k] = s[k] >= 0 ? s[k] : -1;
+    return;
+  }
+  int64_t len = fbx__rank_vec_len(g, n, 0);
+  if (len >= 0 && len <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], (int)len);
+}
+FBX__RANK_RULE(ONEHOT) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 >= 0 && r0 + 1 <= FBX_MAX_RANK) fbx__rank_set_dynamic(&out[0], r0 + 1);
+}
+FBX__RANK_RULE(COMPRESS) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (!fbx_onnx_attr_find(n, "axis")) fbx__rank_set_dynamic(&out[0], 1);
+  else if (r0 >= 0) fbx__rank_set_dynamic(&out[0], r0);
+}
+/* Skip(Simplified)LayerNormalization: output and input_skip_bias_sum (0, 3)
+ * like the input; mean / inv_std_var (1, 2) keep its rank. */
+FBX__RANK_RULE(SKIPNORM) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  fbx__rank_copy_in(g, n, 0, &out[0]);
+  if (fbx__rank_n_out(n) > 3) fbx__rank_copy_in(g, n, 0, &out[3]);
+  for (int k = 1; r0 >= 0 && k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], r0);
+}
+/* MatMulNBits: A's shape with the last dim replaced by attribute N. */
+FBX__RANK_RULE(MNB) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 < 1) return;
+  fbx__rank_copy_in(g, n, 0, &out[0]);
+  int64_t N = fbx_onnx_attr_int(n, "N", -1);
+  out[0].d[r0 - 1] = N > 0 ? N : -1;
+}
+/* GroupQueryAttention: output like the query (rank 3), presents rank 4. */
+FBX__RANK_RULE(GQA) {
+  int r0 = fbx__rank_in_rank(g, n, 0);
+  if (r0 != 3) return;
+  fbx__rank_set_dynamic(&out[0], 3);
+  for (int k = 1; k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], 4);
+}
+
+static const fbx__rank_rule_fn fbx__rank_rules[] = {
+#define X(r) fbx__rank_rule_##r,
+    FBX_ONNX_RANK_RULES(X)
+#undef X
+};
+_Static_assert(sizeof fbx__rank_rules / sizeof fbx__rank_rules[0] == FBX_ONNX_RANK_COUNT,
+               "one function per rank rule");
+
+/* Output shapes of node n from its registry row's rule (any opset of that op
+ * and domain: the rule follows the op, not the version Fusebox claims). */
+static void fbx__rank_node(const fbx_onnx_graph *g, const fbx_onnx_node *n, fbx__rank_shape *out) {
+  const fbx_onnx_entry *any, *e = fbx__onnx_registry_find(n, &any);
+  if (!e) e = any;
+  if (!e || (unsigned)e->rank >= FBX_ONNX_RANK_COUNT) return;
+  fbx__rank_rules[e->rank](g, n, out);
+}
+
 
 /* --------------------------------------------------------------- the pass -- */
 
@@ -556,7 +569,7 @@ fbx_status *fbx_onnx_graph_infer_shapes(fbx_onnx_graph *g, bool *changed) {
   if (!g) return FBX_ERR_ARG("fbx_onnx_graph_infer_shapes: NULL graph");
   for (int ni = 0; ni < g->n_nodes; ni++) {
     const fbx_onnx_node *n = &g->nodes[ni];
-    if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) continue;
+    if (!n->op_type) continue;
     bool need = false; /* some output of unknown rank or with a dynamic dim */
     for (int k = 0; k < n->n_outputs; k++) {
       int v = n->outputs[k];

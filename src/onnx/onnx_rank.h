@@ -11,7 +11,8 @@
 
 /* One forward pass over g's nodes (topological order) that fills rank, and
  * static dims where they follow cheaply (else -1), of every tensor value with
- * rank -1 that a default-domain node produces, from that node's inputs,
+ * rank -1 that a registered op's node produces (its registry row names the
+ * rule; unregistered ops are left alone), from that node's inputs,
  * attributes and constant inputs; a value of known rank only gets static
  * dims where ORT left them dynamic (its rank is never changed). When a rule
  * cannot decide, the value stays at rank -1 / dim -1 (never a guess).

@@ -22,8 +22,10 @@ bool fbx_onnx_node_claimable(const fbx_onnx_graph *g, int node_index, char *reas
  * outputs become IR outputs in the same order. Caller owns *out. */
 fbx_status *fbx_onnx_translate(const fbx_onnx_graph *g, fbx_ir_graph **out);
 
-/* Number of registry entries and their op types, for docs and tests. */
+/* Number of registry entries, their op types and domains ("" = ai.onnx), for
+ * docs and tests. */
 int fbx_onnx_registry_count(void);
 const char *fbx_onnx_registry_op_type(int i);
+const char *fbx_onnx_registry_domain(int i);
 
 #endif

@@ -53,6 +53,9 @@ static fbx_status *fbx__onnx_translate_nodes(const fbx_onnx_graph *g, fbx_ir_gra
     fbx_status *st = e->translate(&t);
     if (st) return st;
     for (int k = first_new; t.composed && k < ir->n_nodes; k++) ir->nodes[k].composed_reason = t.composed;
+    const char *dom = n->domain && n->domain[0] ? fbx_ir_graph_strdup(ir, n->domain) : NULL;
+    if (n->domain && n->domain[0] && !dom) return FBX_ERR_OOM();
+    for (int k = first_new; dom && k < ir->n_nodes; k++) ir->nodes[k].onnx_domain = dom;
     for (int k = 0; k < n->n_outputs; k++) {
       int v = n->outputs[k];
       if (v >= 0 && vmap[v] < 0)

@@ -67,6 +67,7 @@ typedef struct fbx_trace_op_site_desc {
                                   serially run graph); part of the site's identity */
   const char *op;              /* span name: the op type ("FusedElementwise" for a fused chain) */
   const char *node;            /* node name (may be "") */
+  const char *domain;          /* the op's domain; NULL or "" = "ai.onnx" */
   int node_id;
   const char *device;          /* backend name: "cpu", "cuda" */
   const char *fast_span;       /* name of the "[fast]" span, or NULL */

@@ -86,7 +86,7 @@ struct fbx_trace_op_site {
   const void *scope;
   int node_id;
   int n_events;                /* events per execution: the op span, [fast], [composed] and its counter sample */
-  char *op, *node, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
+  char *op, *node, *domain, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
   void *json;                  /* constant JSON pieces (trace_json.c), built at the first flush */
 };
 /* A table of sites, interned by content; the session embeds one. */

@@ -581,7 +581,7 @@ typedef struct site_text {
 
 /* Under the writer's mutex: the site's JSON pieces (NULL on OOM).
  *   OP_HEAD   ,\n{"name":"<op>","cat":"op","ph":"X","ts":
- *   OP_ARGS   ,"args":{"node_id":N,"node":"..","device":"..","input_shapes":"
+ *   OP_ARGS   ,"args":{"node_id":N,"node":"..","domain":"..","device":"..","input_shapes":"
  *   FAST_HEAD ,\n{"name":"<fast span>","cat":"op.fast","ph":"X","ts":
  *   FAST_ARGS ,"args":{"kernel":["<fixed kernel>"]     (else the run's variant follows)
  *   FAST_POST ,"node_id":N}}
@@ -605,6 +605,8 @@ static site_text *site_text_get(fbx_trace_op_site *site) {
         fbx__sbuf_i64(&t, site->node_id);
         fbx__sbuf_puts(&t, ",\"node\":");
         fbx__sbuf_str(&t, site->node);
+        fbx__sbuf_puts(&t, ",\"domain\":");
+        fbx__sbuf_str(&t, site->domain);
         fbx__sbuf_puts(&t, ",\"device\":");
         fbx__sbuf_str(&t, site->device);
         fbx__sbuf_puts(&t, ",\"input_shapes\":\"");

@@ -33,10 +33,13 @@ static uint64_t hash_mix(uint64_t h, const char *s) {
   return (h ^ 0x5a) * 1099511628211ull;
 }
 
+/* The op's domain as sites store it: "ai.onnx" for the default one. */
+static const char *desc_domain(const fbx_trace_op_site_desc *d) { return d->domain && d->domain[0] ? d->domain : "ai.onnx"; }
+
 static uint64_t desc_hash(const fbx_trace_op_site_desc *d) {
   uint64_t h = (1469598103934665603ull ^ (uint64_t)(uint32_t)d->node_id) * 1099511628211ull ^ (uint64_t)(uintptr_t)d->scope;
-  const char *f[] = {d->op, d->node, d->device, d->fast_span, d->fast_kernel, d->variant_suffix, d->composed_op,
-                     d->composed_reason};
+  const char *f[] = {d->op,          d->node,           desc_domain(d), d->device,         d->fast_span,
+                     d->fast_kernel, d->variant_suffix, d->composed_op, d->composed_reason};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) h = hash_mix(h, f[i]);
   return h;
 }
@@ -45,14 +48,15 @@ static bool str_same(const char *a, const char *b) { return (!a || !b) ? a == b 
 
 static bool site_matches(const fbx_trace_op_site *s, const fbx_trace_op_site_desc *d) {
   return s->scope == d->scope && s->node_id == d->node_id && str_same(s->op, d->op) && str_same(s->node, d->node) &&
+         str_same(s->domain, desc_domain(d)) &&
          str_same(s->device, d->device) && str_same(s->fast_span, d->fast_span) &&
          str_same(s->fast_kernel, d->fast_kernel) && str_same(s->variant_suffix, d->variant_suffix) &&
          str_same(s->composed_op, d->composed_op) && str_same(s->composed_reason, d->composed_reason);
 }
 
 static void site_free(fbx_trace_op_site *s) {
-  void *f[] = {s->op, s->node, s->device, s->fast_span, s->fast_kernel, s->variant_suffix, s->composed_op,
-               s->composed_reason, s->json};
+  void *f[] = {s->op,          s->node,           s->domain,      s->device,          s->fast_span,
+               s->fast_kernel, s->variant_suffix, s->composed_op, s->composed_reason, s->json};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) fbx_free(f[i]);
   fbx_free(s);
 }
@@ -75,6 +79,7 @@ static fbx_trace_op_site *site_new(const fbx_trace_op_site_desc *d, fbx_trace_se
   s->scope = d->scope;
   s->op = dup_opt(d->op ? d->op : "op", &ok);
   s->node = dup_opt(d->node ? d->node : "", &ok);
+  s->domain = dup_opt(desc_domain(d), &ok);
   s->device = dup_opt(d->device ? d->device : "cpu", &ok);
   s->fast_span = dup_opt(d->fast_span, &ok);
   s->fast_kernel = dup_opt(d->fast_kernel, &ok);

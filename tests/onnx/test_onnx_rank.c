@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "onnx/onnx_ops.h"
 #include "onnx/onnx_rank.h"
+#include "onnx/onnx_registry.h"
 
 #include "common/check.h"
 
@@ -298,12 +300,53 @@ static void test_guard(void) {
   }
 }
 
+/* Every registry row drives rank inference through its rule column: a node
+ * of that op (its domain, its first opset) with six rank-2 (3x3) inputs gets
+ * the rank its rule gives. -2: the rule needs constant inputs or attributes
+ * (tested above), so only that it runs is checked. */
+static void test_registry_rules(void) {
+  static const int want[FBX_ONNX_RANK_COUNT] = {
+      [FBX_ONNX_RANK_NONE] = -1, [FBX_ONNX_RANK_SAME] = 2, [FBX_ONNX_RANK_SAME_ALL] = 2,
+      [FBX_ONNX_RANK_BCAST] = 2, [FBX_ONNX_RANK_KEEP] = 2, [FBX_ONNX_RANK_RANK1] = 1,
+      [FBX_ONNX_RANK_RANK2] = 2, [FBX_ONNX_RANK_SCALAR] = 0, [FBX_ONNX_RANK_LAYERNORM] = 2,
+      [FBX_ONNX_RANK_MATMUL] = 2, [FBX_ONNX_RANK_QLMATMUL] = 2, [FBX_ONNX_RANK_SLICE] = 2,
+      [FBX_ONNX_RANK_RESHAPE] = -2, [FBX_ONNX_RANK_SQUEEZE] = -2, [FBX_ONNX_RANK_UNSQUEEZE] = -2,
+      [FBX_ONNX_RANK_CONCAT] = 2, [FBX_ONNX_RANK_REDUCE] = 2, [FBX_ONNX_RANK_TRANSPOSE] = 2,
+      [FBX_ONNX_RANK_SHAPE] = 1, [FBX_ONNX_RANK_NONZERO] = 2, [FBX_ONNX_RANK_FLATTEN] = 2,
+      [FBX_ONNX_RANK_GATHER] = 3, [FBX_ONNX_RANK_GATHER_ELEMENTS] = 2, [FBX_ONNX_RANK_GATHER_ND] = -2,
+      [FBX_ONNX_RANK_ARG] = 2, [FBX_ONNX_RANK_CONV] = 2, [FBX_ONNX_RANK_GPOOL] = 2,
+      [FBX_ONNX_RANK_EXPAND] = -2, [FBX_ONNX_RANK_COFS] = -2, [FBX_ONNX_RANK_ONEHOT] = 3,
+      [FBX_ONNX_RANK_COMPRESS] = 1, [FBX_ONNX_RANK_SKIPNORM] = 2,
+      [FBX_ONNX_RANK_MNB] = 2, [FBX_ONNX_RANK_GQA] = -1 /* query rank 2 is not a GQA query */,
+  };
+  int n_msft = 0;
+  for (int i = 0; i < fbx_onnx_registry_count(); i++) {
+    const fbx_onnx_entry *e = fbx__onnx_registry_entry(i);
+    CHECK(e && (unsigned)e->rank < FBX_ONNX_RANK_COUNT, "row %d: rank rule out of range", i);
+    if (!e || (unsigned)e->rank >= FBX_ONNX_RANK_COUNT) continue;
+    CHECK(!strcmp(fbx_onnx_registry_domain(i), e->domain), "row %d: domain accessor", i);
+    n_msft += !strcmp(e->domain, "com.microsoft");
+    tb_reset();
+    int ins[6], y = val("y", -1, NULL);
+    for (int k = 0; k < 6; k++) ins[k] = input("x", 2, D(3, 3));
+    fbx_onnx_node *n = node(e->op_type, e->min_opset, 6, ins, 3, I(y, val("y1", -1, NULL), val("y2", -1, NULL)));
+    n->domain = e->domain;
+    CHECK(fbx_onnx_graph_infer_ranks(&B.g) == NULL, "%s: infer_ranks failed", e->op_type);
+    if (want[e->rank] != -2)
+      CHECK(B.v[y].rank == want[e->rank], "%s.%s (rule %d): rank %d, want %d", e->domain, e->op_type, e->rank,
+            B.v[y].rank, want[e->rank]);
+  }
+  CHECK(fbx_onnx_registry_count() > 100, "registry has %d rows", fbx_onnx_registry_count());
+  printf("  registry rows: %d (%d com.microsoft)\n", fbx_onnx_registry_count(), n_msft);
+}
+
 int main(void) {
   test_chain();
   test_static();
   test_undecided();
   test_changed();
   test_guard();
+  test_registry_rules();
   printf("test_onnx_rank: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -26,7 +26,7 @@ static fbx_trace_op_site_desc desc_matmul(const void *scope) {
 }
 static const fbx_trace_op_site_desc k_ew = {.scope = &g_scope_a, .op = "FusedElementwise", .node = "ew", .node_id = 4,
                                             .device = "cpu", .fast_span = "Add+Mul [fast]", .fast_kernel = "ew_fused"};
-static const fbx_trace_op_site_desc k_conv = {.scope = &g_scope_a, .op = "Conv", .node = "c", .node_id = 5,
+static const fbx_trace_op_site_desc k_conv = {.scope = &g_scope_a, .op = "Conv", .node = "c", .domain = "com.example", .node_id = 5,
                                               .device = "cpu", .fast_span = "Conv+Relu [fast]",
                                               .variant_suffix = "+epilogue(Relu)"};
 static const fbx_trace_op_site_desc k_soft = {.scope = &g_scope_a, .op = "Softmax", .node = "s", .node_id = 6,
@@ -78,6 +78,7 @@ static int t_ops(void) {
   CHECK(json_number_value(json_object_get(m, "dur")) == 5.0);
   CHECK(arg_int(m, "node_id") == 3 && !strcmp(arg_str(m, "node"), "/a \"q\"\\b"));
   CHECK(!strcmp(arg_str(m, "device"), "cpu"));
+  CHECK(!strcmp(arg_str(m, "domain"), "ai.onnx")); /* NULL domain: the default one, named */
   CHECK(!strcmp(arg_str(m, "input_shapes"), "1x4,4x8,none") && !strcmp(arg_str(m, "output_shapes"), "1x8"));
   CHECK(!strcmp(arg_str(m, "dtype"), "float32") && arg_int(m, "elements") == 8 && arg_int(m, "bytes") == 176);
   CHECK(json_number_value(json_object_get(json_object_get(m, "args"), "flops")) == 64);
@@ -90,6 +91,7 @@ static int t_ops(void) {
   /* conv with an epilogue: the variant carries the suffix, in the op span and the [fast] span */
   json_t *c = nth_named(j, "Conv", 0), *cf = nth_named(j, "Conv+Relu [fast]", 0);
   CHECK(c && cf && !strcmp(arg_str(c, "kernel_variant"), "conv_direct+epilogue(Relu)"));
+  CHECK(!strcmp(arg_str(c, "domain"), "com.example"));
   CHECK(!strcmp(arg_str(cf, "kernel"), "conv_direct+epilogue(Relu)") && arg_int(cf, "node_id") == 5);
   /* composed: the op span, a [composed] span with its reason, the session's running count */
   CHECK(count_named(j, "Softmax") == 2 && count_named(j, "Softmax [composed]") == 2);

@@ -70,6 +70,7 @@ static fbx_status *fbx__cpu_node_prepare(fbx_backend *be, const fbx_ir_node *nod
   *state = NULL;
   if (node->op == FBX_IR_OP_MATMUL)
     return fbx_cpu_matmul_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) return fbx_cpu_mnb_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
   return NULL;
 }
 
@@ -77,6 +78,7 @@ static void fbx__cpu_node_release(fbx_backend *be, const fbx_ir_node *node, void
   (void)be;
   if (!state) return;
   if (node->op == FBX_IR_OP_MATMUL) fbx_cpu_matmul_release(state);
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) fbx_cpu_mnb_release(state);
 }
 
 static fbx_status *fbx__cpu_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,

@@ -93,6 +93,10 @@ fbx_status *fbx_cpu_matmul_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node,
                                    const fbx_tensor *const *const_inputs, const fbx_tensor *inputs,
                                    void **state);
 void fbx_cpu_matmul_release(void *state);
+/* MATMUL_NBITS (cpu_mnb.c): constant B / scales / zero points repacked once. */
+fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                const fbx_tensor *inputs, void **state);
+void fbx_cpu_mnb_release(void *state);
 
 /* ---- GEMV (cpu_gemv.c) ---- */
 #define FBX_CPU_GEMV_PANEL 16

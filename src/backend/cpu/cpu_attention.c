@@ -1,0 +1,241 @@
+/* GQA: ORT's GroupQueryAttention on the CPU, causal, with rotary inside.
+ *
+ * Per batch entry b (ORT's contrib-op definition): total_b = seqlens_k[b] + 1
+ * tokens are valid after this step; the first prompt (S == total_sequence_length)
+ * has no past, otherwise past_b = total_b - S rows of the cache are valid. The
+ * new keys/values go to present rows [past_b, past_b + S); when present and
+ * past are different buffers the past rows are copied first (when they are
+ * the same buffer, GenAI's past_present_share_buffer, only the new rows are
+ * written). Query s (absolute position past_b + s) attends to keys
+ * [0, min(past_b + s + 1, total_b)).
+ *
+ * Rotary (do_rotary): q and the new k at position past_b + s, with
+ * cos/sin (max_pos, rot/2): half-split pairs (i, i + rot/2), or interleaved
+ * pairs (2i, 2i + 1); dims >= rot pass through.
+ *
+ * Decode kernel: one task per (b, kv group, query row); every head of the
+ * group is scored against each key row while it is in cache, so K and V are
+ * read once per group, not once per head.
+ *
+ * Shapes: q (B, S, nh*H) or packed (B, S, (nh + 2 kvh) * H); k, v (B, S, kvh*H);
+ * past/present (B, kvh, len, H); out (B, S, nh*H). */
+#include <math.h>
+#include <string.h>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "cpu_internal.h"
+#include "cpu_simd.h"
+
+static inline float fbx__att_dot(const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  float s = 0;
+#if defined(__AVX2__)
+  __m256 acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  s = fbx__hsum256(acc);
+#endif
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* y(H) = rotary(x) at one position (cs, sn: rot/2 values); y may not alias x. */
+static void fbx__att_rope(const float *x, float *y, int64_t H, int64_t rot, const float *cs, const float *sn,
+                          int interleaved) {
+  int64_t half = rot / 2;
+  if (interleaved)
+    for (int64_t i = 0; i < half; i++) {
+      float a = x[2 * i], b = x[2 * i + 1];
+      y[2 * i] = a * cs[i] - b * sn[i];
+      y[2 * i + 1] = b * cs[i] + a * sn[i];
+    }
+  else
+    for (int64_t i = 0; i < half; i++) {
+      float a = x[i], b = x[i + half];
+      y[i] = a * cs[i] - b * sn[i];
+      y[i + half] = b * cs[i] + a * sn[i];
+    }
+  for (int64_t i = rot; i < H; i++) y[i] = x[i];
+}
+
+typedef struct fbx__att_job {
+  const float *q;          /* (B, S, nh, H): rotated q (scratch) or the input's q part (row stride q_row) */
+  int64_t q_row;           /* floats between tokens of q */
+  const float *pk, *pv;    /* present (B, kvh, L, H) */
+  float *out;              /* (B, S, nh*H) */
+  const int32_t *past, *keys; /* per b: past_b, total_b */
+  int64_t B, S, nh, kvh, H, L;
+  float scale, softcap;
+  float *scratch;          /* per worker: hpg * L scores */
+} fbx__att_job;
+
+/* Task i = ((b * kvh) + g) * S + s. */
+static void fbx__att_rows(void *arg, int64_t i0, int64_t i1, int worker) {
+  const fbx__att_job *j = arg;
+  const int64_t H = j->H, L = j->L, hpg = j->nh / j->kvh;
+  float *sc = j->scratch + (size_t)worker * (size_t)(hpg * L);
+  for (int64_t i = i0; i < i1; i++) {
+    int64_t s = i % j->S, g = (i / j->S) % j->kvh, b = i / (j->S * j->kvh);
+    int64_t n = j->past[b] + s + 1;
+    if (n > j->keys[b]) n = j->keys[b];
+    const float *K = j->pk + ((b * j->kvh + g) * L) * H, *V = j->pv + ((b * j->kvh + g) * L) * H;
+    const float *q0 = j->q + (b * j->S + s) * j->q_row + g * hpg * H;
+    float *o0 = j->out + (b * j->S + s) * j->nh * H + g * hpg * H;
+    for (int64_t t = 0; t < n; t++) { /* scores: every head of the group against key row t */
+      const float *kr = K + t * H;
+      for (int64_t h = 0; h < hpg; h++) {
+        float x = j->scale * fbx__att_dot(q0 + h * H, kr, H);
+        if (j->softcap > 0) x = j->softcap * tanhf(x / j->softcap);
+        sc[h * L + t] = x;
+      }
+    }
+    for (int64_t h = 0; h < hpg; h++) { /* softmax per head */
+      float *r = sc + h * L, mx = -INFINITY, sum = 0;
+      for (int64_t t = 0; t < n; t++) mx = r[t] > mx ? r[t] : mx;
+      for (int64_t t = 0; t < n; t++) sum += r[t] = expf(r[t] - mx);
+      float inv = sum > 0 ? 1.0f / sum : 0.0f;
+      for (int64_t t = 0; t < n; t++) r[t] *= inv;
+      memset(o0 + h * H, 0, sizeof(float) * (size_t)H);
+    }
+    for (int64_t t = 0; t < n; t++) { /* out_h += p_ht * V[t], V row read once for the group */
+      const float *vr = V + t * H;
+      for (int64_t h = 0; h < hpg; h++) {
+        float p = sc[h * L + t], *o = o0 + h * H;
+        int64_t d = 0;
+#if defined(__AVX2__)
+        __m256 pp = _mm256_set1_ps(p);
+        for (; d + 8 <= H; d += 8)
+          _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pp, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
+#endif
+        for (; d < H; d++) o[d] += p * vr[d];
+      }
+    }
+  }
+}
+
+fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
+  (void)state;
+  const fbx_ir_params *p = &node->params;
+  if (n_in < 7 || n_out < 3) return FBX_ERR_ARG("GQA: needs 7 inputs and 3 outputs");
+  const fbx_tensor *Q = &in[0];
+  const bool packed = !fbx_cpu_present(in, n_in, 1);
+  const int64_t B = Q->dims[0], S = Q->dims[1], nh = p->gqa.num_heads, kvh = p->gqa.kv_num_heads;
+  const int64_t H = Q->dims[2] / (packed ? nh + 2 * kvh : nh), L = out[1].dims[2];
+  const int64_t P = fbx_cpu_present(in, n_in, 3) ? in[3].dims[2] : 0;
+  for (int i = 0; i < 9; i++)
+    if (fbx_cpu_present(in, n_in, i) && in[i].dtype != (i == 5 || i == 6 ? FBX_DTYPE_I32 : FBX_DTYPE_F32))
+      return FBX_ERR_NOTIMPL("GQA: input %d dtype %s", i, fbx_dtype_name(in[i].dtype));
+  if (fbx_cpu_numel(&in[5]) < B)
+    return FBX_ERR_ARG("GQA: seqlens_k has %lld entries for batch %lld", (long long)fbx_cpu_numel(&in[5]),
+                       (long long)B);
+  const int32_t *seqlens = in[5].data;
+  const int64_t total = ((const int32_t *)in[6].data)[0];
+  const bool first_prompt = S == total;
+  if (!first_prompt && S > 1 && B != 1) return FBX_ERR_ARG("GQA: sequence_length > 1 with past context needs batch 1");
+  const bool rot = p->gqa.do_rotary && fbx_cpu_present(in, n_in, 7) && fbx_cpu_present(in, n_in, 8);
+  const int64_t rdim = rot ? 2 * in[7].dims[1] : 0, max_pos = rot ? in[7].dims[0] : 0;
+  const float *cosc = rot ? in[7].data : NULL, *sinc = rot ? in[8].data : NULL;
+  if (rot && (rdim > H || in[8].dims[1] != in[7].dims[1])) return FBX_ERR_ARG("GQA: cos/sin cache shape");
+  const int64_t hpg = nh / kvh, threads = c->threads > 0 ? c->threads : 1;
+  const int64_t q_row = packed ? (nh + 2 * kvh) * H : nh * H; /* floats per token of the query input */
+  /* scratch: past/keys per b, rotated q (B, S, nh, H), then per-worker scores (hpg, L) */
+  size_t need = (size_t)B * 8 + 64 + (rot ? (size_t)(B * S * nh * H) * 4 : 0) + (size_t)(threads * hpg * L) * 4 + 64;
+  unsigned char *mem = fbx_cpu_scratch(c, need);
+  if (!mem) return FBX_ERR_OOM();
+  int32_t *pastb = (int32_t *)mem, *keys = pastb + B;
+  float *qr = (float *)(mem + (((size_t)B * 8 + 63) & ~(size_t)63));
+  float *scores = rot ? qr + B * S * nh * H : qr;
+  for (int64_t b = 0; b < B; b++) {
+    int64_t tb = (int64_t)seqlens[b] + 1, pb = first_prompt ? 0 : tb - S;
+    if (pb < 0 || pb + S > L || (first_prompt && tb > S) || tb > L)
+      return FBX_ERR_ARG("GQA: seqlens_k[%lld] = %d does not fit sequence %lld, total %lld, cache %lld", (long long)b,
+                         seqlens[b], (long long)S, (long long)total, (long long)L);
+    if (in[3].data != out[1].data && pb > P)
+      return FBX_ERR_ARG("GQA: %lld past rows needed, past_key holds %lld", (long long)pb, (long long)P);
+    pastb[b] = (int32_t)pb;
+    keys[b] = (int32_t)tb;
+  }
+  float *pk = out[1].data, *pv = out[2].data;
+  /* past rows into present (different buffers only); the rest of present is zeroed */
+  for (int kv = 0; kv < 2; kv++) {
+    const float *past = in[3 + kv].data;
+    float *pres = kv ? pv : pk;
+    if (past == pres) continue;
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t g = 0; g < kvh; g++) {
+        float *dst = pres + (b * kvh + g) * L * H;
+        if (pastb[b]) memcpy(dst, past + (b * kvh + g) * P * H, sizeof(float) * (size_t)(pastb[b] * H));
+        if (L > pastb[b] + S) memset(dst + (pastb[b] + S) * H, 0, sizeof(float) * (size_t)((L - pastb[b] - S) * H));
+      }
+  }
+  /* new k (rotated) and v rows; rotated q */
+  const float *qin = Q->data;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++) {
+      int64_t pos = pastb[b] + s;
+      if (rot && pos >= max_pos)
+        return FBX_ERR_ARG("GQA: position %lld outside the cos/sin cache (%lld)", (long long)pos, (long long)max_pos);
+      const float *cs = rot ? cosc + pos * (rdim / 2) : NULL, *sn = rot ? sinc + pos * (rdim / 2) : NULL;
+      const float *tok = qin + (b * S + s) * q_row;
+      const float *kt = packed ? tok + nh * H : (const float *)in[1].data + (b * S + s) * kvh * H;
+      const float *vt = packed ? tok + (nh + kvh) * H : (const float *)in[2].data + (b * S + s) * kvh * H;
+      for (int64_t g = 0; g < kvh; g++) {
+        float *kd = pk + ((b * kvh + g) * L + pos) * H, *vd = pv + ((b * kvh + g) * L + pos) * H;
+        if (rot) fbx__att_rope(kt + g * H, kd, H, rdim, cs, sn, p->gqa.interleaved);
+        else memcpy(kd, kt + g * H, sizeof(float) * (size_t)H);
+        memcpy(vd, vt + g * H, sizeof(float) * (size_t)H);
+      }
+      if (rot)
+        for (int64_t h = 0; h < nh; h++)
+          fbx__att_rope(tok + h * H, qr + ((b * S + s) * nh + h) * H, H, rdim, cs, sn, p->gqa.interleaved);
+    }
+  fbx__att_job j = {.q = rot ? qr : qin, .q_row = rot ? nh * H : q_row, .pk = pk, .pv = pv, .out = out[0].data,
+                    .past = pastb, .keys = keys, .B = B, .S = S, .nh = nh, .kvh = kvh, .H = H, .L = L,
+                    .scale = p->gqa.scale > 0 ? p->gqa.scale : 1.0f / sqrtf((float)H), .softcap = p->gqa.softcap,
+                    .scratch = scores};
+  int64_t tasks = B * kvh * S;
+  info->variant = S == 1 ? "gqa_decode_grouped" : "gqa_causal_prefill";
+  info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read"
+                     : "heads of a KV group share each K/V row read";
+  info->flops = 4.0 * (double)(B * S * nh * H) * (double)L;
+  if (tasks > 1 && B * S * nh * L * H >= 16384) fbx_cpu_par(c, tasks, 1, fbx__att_rows, &j);
+  else fbx__att_rows(&j, 0, tasks, 0);
+  return NULL;
+}
+
+/* ROTARY (RotaryEmbedding): x (B, S, N*H) or (B, N, S, H); position of token
+ * (b, s) = position_ids[b, s], or position_ids[0] + s for a (1) tensor. */
+fbx_status *fbx_cpu_k_ROTARY(FBX_CPU_KERNEL_ARGS) {
+  (void)state, (void)c;
+  const fbx_ir_params *p = &node->params;
+  const fbx_tensor *X = &in[0], *pos = &in[1], *cs = &in[2], *sn = &in[3];
+  if (n_in < 4 || X->dtype != FBX_DTYPE_F32 || pos->dtype != FBX_DTYPE_I64 || cs->dtype != FBX_DTYPE_F32 ||
+      sn->dtype != FBX_DTYPE_F32)
+    return FBX_ERR_NOTIMPL("ROTARY: float32 input and caches, int64 position_ids only");
+  const bool bnsh = X->rank == 4;
+  const int64_t B = X->dims[0], S = bnsh ? X->dims[2] : X->dims[1];
+  const int64_t H = bnsh ? X->dims[3] : p->rope.num_heads > 0 ? X->dims[2] / p->rope.num_heads : 2 * cs->dims[1];
+  const int64_t N = bnsh ? X->dims[1] : X->dims[2] / H, rot = p->rope.rot_dim > 0 ? p->rope.rot_dim : H;
+  const int64_t half = cs->dims[1], max_pos = cs->dims[0];
+  const int64_t np = fbx_cpu_numel(pos);
+  if (np != 1 && np != B * S) return FBX_ERR_ARG("ROTARY: position_ids has %lld elements", (long long)np);
+  const int64_t *pid = pos->data;
+  const float *x = X->data;
+  float *y = out[0].data;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++) {
+      int64_t ps = np == 1 ? pid[0] + s : pid[b * S + s];
+      if (ps < 0 || ps >= max_pos)
+        return FBX_ERR_ARG("ROTARY: position %lld outside the cache (%lld)", (long long)ps, (long long)max_pos);
+      for (int64_t h = 0; h < N; h++) {
+        int64_t off = bnsh ? ((b * N + h) * S + s) * H : (b * S + s) * N * H + h * H;
+        fbx__att_rope(x + off, y + off, H, rot, (const float *)cs->data + ps * half,
+                      (const float *)sn->data + ps * half, p->rope.interleaved);
+      }
+    }
+  info->variant = "rope";
+  info->reason = p->rope.interleaved ? "interleaved pairs" : "half-split pairs";
+  return NULL;
+}
