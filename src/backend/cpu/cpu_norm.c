@@ -65,8 +65,10 @@ static void fbx__sm_row(const float *x, float *y, int64_t A, fbx_ir_op op) {
       y[i] = p < FLT_MIN ? 0.f : p;
     }
   } else {
-    float ls = logf(s) + m;
-    for (i = 0; i < A; i++) y[i] = x[i] - ls;
+    /* (x - m) - log(s), not x - (m + log(s)): m + log(s) would round log(s)
+     * away when m is large (m = 1e4: ulp 1e-3) */
+    float ls = logf(s);
+    for (i = 0; i < A; i++) y[i] = (x[i] - m) - ls;
   }
 }
 
@@ -97,10 +99,13 @@ static void fbx__sm_task(void *arg, int64_t r0, int64_t r1, int worker) {
     for (int64_t a = 0; a < A; a++) s += expf(x[a * inner] - m);
     if (j->op == FBX_IR_OP_SOFTMAX) {
       float inv = (float)(1.0 / s);
-      for (int64_t a = 0; a < A; a++) y[a * inner] = expf(x[a * inner] - m) * inv;
+      for (int64_t a = 0; a < A; a++) { /* flushed below FLT_MIN as on the last-axis path */
+        float p = expf(x[a * inner] - m) * inv;
+        y[a * inner] = p < FLT_MIN ? 0.f : p;
+      }
     } else {
-      float ls = (float)log(s) + m;
-      for (int64_t a = 0; a < A; a++) y[a * inner] = x[a * inner] - ls;
+      float ls = (float)log(s);
+      for (int64_t a = 0; a < A; a++) y[a * inner] = (x[a * inner] - m) - ls;
     }
   }
 }
