@@ -142,6 +142,28 @@ static void test_ew_named(void) {
     }
 }
 
+/* HardSigmoid / HardSwish (hand-vectorised) on finite values, against the formula */
+static void test_hard_values(void) {
+  enum { NV = 45 }; /* 5 vectors + a tail of 5 */
+  double x[NV], r[NV];
+  for (int i = 0; i < NV; i++) x[i] = (float)(-5.5 + 0.25 * i);
+  for (int d = 0; d < 2; d++) {
+    fbx_dtype dt = d ? FBX_DTYPE_F64 : FBX_DTYPE_F32;
+    fbx_ir_params p = {.ew = {.alpha = 0.2f, .beta = 0.5f}};
+    fbx_status *st = run_ew(FBX_IR_OP_HARD_SIGMOID, &p, dt, x, NV, NULL, false, r);
+    bool ok = !st;
+    for (int i = 0; ok && i < NV; i++)
+      ok = fabs(r[i] - fmax(0, fmin(1, (double)0.2f * x[i] + (double)0.5f))) <= 1e-7;
+    check(ok, "HardSigmoid %s values", fbx_dtype_name(dt));
+    fbx_status_free(st);
+    st = run_ew(FBX_IR_OP_HARD_SWISH, &p, dt, x, NV, NULL, false, r);
+    ok = !st;
+    for (int i = 0; ok && i < NV; i++) ok = fabs(r[i] - x[i] * fmax(0, fmin(1, x[i] / 6 + 0.5))) <= 1e-6;
+    check(ok, "HardSwish %s values", fbx_dtype_name(dt));
+    fbx_status_free(st);
+  }
+}
+
 /* A fused program relu6(x) = min(relu(x), 6) over NaN / ±inf. */
 static void test_fused_nan(void) {
   fbx_ir_ew_instr ins[2] = {{.op = FBX_IR_OP_RELU, .a = 0, .dtype = FBX_DTYPE_F32},
@@ -455,6 +477,7 @@ int main(void) {
   test_setup(2);
   test_ew_nan();
   test_ew_named();
+  test_hard_values();
   test_fused_nan();
   test_conv_epilogue_nan();
   test_softmax_special();
