@@ -61,13 +61,14 @@ bool fbx__onnx_claim_shrink(const fbx_onnx_cctx *c) {
   return fbx__onnx_dt_ok(c, fbx__onnx_cin(c, 0), FBX_ONNX_DT_F32_F64, "input");
 }
 
-/* y = x < -l ? x + b : (x > l ? x - b : 0) */
+/* y = x < -l ? x + b : (x > l ? x - b : 0), the 0 written as x * 0 so that a
+ * NaN x stays NaN (README "Numerics": NaN in, NaN out) */
 fbx_status *fbx__onnx_tr_shrink(fbx_onnx_tctx *t) {
   const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0);
   fbx_dtype dt = xv->dtype;
   int r = xv->rank;
   double l = fbx_onnx_attr_float(t->n, "lambd", 0.5f), b = fbx_onnx_attr_float(t->n, "bias", 0.0f);
-  int x, nl, pl, bb, zero, lt, gt, xp, xm, w1;
+  int x, nl, pl, bb, zero, xz, lt, gt, xp, xm, w1;
   FBX_TRY(fbx__onnx_tin(t, 0, &x));
   FBX_TRY(fbx__onnx_const_scalar(t, dt, -l, &nl));
   FBX_TRY(fbx__onnx_const_scalar(t, dt, l, &pl));
@@ -77,7 +78,8 @@ fbx_status *fbx__onnx_tr_shrink(fbx_onnx_tctx *t) {
   FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_GREATER, x, pl, FBX_DTYPE_BOOL, r, &gt));
   FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ADD, x, bb, dt, r, &xp));
   FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, x, bb, dt, r, &xm));
-  int i1[3] = {gt, xm, zero};
+  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MUL, x, zero, dt, r, &xz));
+  int i1[3] = {gt, xm, xz};
   FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_WHERE, i1, 3, NULL, dt, r, &w1));
   int i2[3] = {lt, xp, w1};
   return fbx__onnx_emit_out(t, FBX_IR_OP_WHERE, i2, 3, NULL);

@@ -1,11 +1,20 @@
 /* SOFTMAX / LOG_SOFTMAX / HARDMAX over one axis, LAYER_NORM, INSTANCE_NORM,
- * LRN. F32. The last-axis softmax (attention) is vectorised with the AVX2 exp. */
+ * LRN. F32. The last-axis softmax (attention) is vectorised with the AVX2 exp.
+ * Special values follow the ONNX reference formula exp(x - max) / sum: a row
+ * with a NaN, a +inf, or only -inf is all NaN (inf - inf, 0/0). Softmax
+ * probabilities below FLT_MIN are flushed to +0 (no denormals into the next
+ * GEMM: an absolute error < 1.2e-38). HARDMAX: one-hot at the first maximum,
+ * NaN counting as the maximum (np.argmax). */
+
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_simd.h"
+
+/* v beats the current best b for HARDMAX (first maximum, NaN the largest) */
+static inline bool fbx__hm_better(float v, float b) { return b == b && (v != v || v > b); }
 
 typedef struct fbx__sm_job {
   const float *x;
@@ -18,13 +27,15 @@ typedef struct fbx__sm_job {
 static void fbx__sm_row(const float *x, float *y, int64_t A, fbx_ir_op op) {
   int64_t i = 0;
   __m256 vm = _mm256_set1_ps(-INFINITY);
-  for (; i + 8 <= A; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+  /* max ignoring NaN (maxps returns its second operand when one is NaN): a NaN
+   * still reaches the sum through exp(NaN - m) and makes the row NaN */
+  for (; i + 8 <= A; i += 8) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm);
   float m = fbx__hmax256(vm);
   for (; i < A; i++) m = x[i] > m ? x[i] : m;
   if (op == FBX_IR_OP_HARDMAX) {
     int64_t best = 0;
-    for (int64_t k = 0; k < A; k++)
-      if (x[k] > x[best]) best = k;
+    for (int64_t k = 1; k < A; k++)
+      if (fbx__hm_better(x[k], x[best])) best = k;
     for (int64_t k = 0; k < A; k++) y[k] = k == best ? 1.f : 0.f;
     return;
   }
@@ -32,7 +43,7 @@ static void fbx__sm_row(const float *x, float *y, int64_t A, fbx_ir_op op) {
   __m256 vs = _mm256_setzero_ps(), mm = _mm256_set1_ps(m);
   i = 0;
   for (; i + 8 <= A; i += 8) {
-    __m256 e = fbx__exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
+    __m256 e = fbx__exp256_ftz(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
     vs = _mm256_add_ps(vs, e);
     if (op == FBX_IR_OP_SOFTMAX) _mm256_storeu_ps(y + i, e);
   }
@@ -54,8 +65,10 @@ static void fbx__sm_row(const float *x, float *y, int64_t A, fbx_ir_op op) {
       y[i] = p < FLT_MIN ? 0.f : p;
     }
   } else {
-    float ls = logf(s) + m;
-    for (i = 0; i < A; i++) y[i] = x[i] - ls;
+    /* (x - m) - log(s), not x - (m + log(s)): m + log(s) would round log(s)
+     * away when m is large (m = 1e4: ulp 1e-3) */
+    float ls = logf(s);
+    for (i = 0; i < A; i++) y[i] = (x[i] - m) - ls;
   }
 }
 
@@ -72,8 +85,11 @@ static void fbx__sm_task(void *arg, int64_t r0, int64_t r1, int worker) {
     float *y = j->y + o * A * inner + i;
     float m = -INFINITY;
     int64_t best = 0;
-    for (int64_t a = 0; a < A; a++)
-      if (x[a * inner] > m) { m = x[a * inner]; best = a; }
+    for (int64_t a = 0; a < A; a++) {
+      float v = x[a * inner];
+      if (v > m) m = v;
+      if (a > 0 && fbx__hm_better(v, x[best * inner])) best = a;
+    }
     if (j->op == FBX_IR_OP_HARDMAX) {
       for (int64_t a = 0; a < A; a++) y[a * inner] = a == best ? 1.f : 0.f;
       continue;
@@ -83,10 +99,13 @@ static void fbx__sm_task(void *arg, int64_t r0, int64_t r1, int worker) {
     for (int64_t a = 0; a < A; a++) s += expf(x[a * inner] - m);
     if (j->op == FBX_IR_OP_SOFTMAX) {
       float inv = (float)(1.0 / s);
-      for (int64_t a = 0; a < A; a++) y[a * inner] = expf(x[a * inner] - m) * inv;
+      for (int64_t a = 0; a < A; a++) { /* flushed below FLT_MIN as on the last-axis path */
+        float p = expf(x[a * inner] - m) * inv;
+        y[a * inner] = p < FLT_MIN ? 0.f : p;
+      }
     } else {
-      float ls = (float)log(s) + m;
-      for (int64_t a = 0; a < A; a++) y[a * inner] = x[a * inner] - ls;
+      float ls = (float)log(s);
+      for (int64_t a = 0; a < A; a++) y[a * inner] = (x[a * inner] - m) - ls;
     }
   }
 }

@@ -1,6 +1,8 @@
 /* MAXPOOL / AVGPOOL / LPPOOL (1-3 spatial dims, pads, strides, dilations,
  * ceil_mode via the given output shape, count_include_pad) and the global
- * pools. F32. Parallel over (n, c) planes. */
+ * pools. F32. Parallel over (n, c) planes. MAXPOOL of a window holding a NaN
+ * is NaN (np.max; ORT's CPU EP skips NaNs), its index output the first
+ * NaN's. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -48,7 +50,7 @@ static void fbx__pl_task(void *arg, int64_t p0, int64_t p1, int worker) {
                 int64_t off = (a * j->in[1] + b) * j->in[2] + c;
                 float v = x[off];
                 if (j->op == FBX_IR_OP_MAXPOOL) {
-                  if (v > acc || arg < 0) { acc = v; arg = off; }
+                  if (arg < 0 || v > acc || (v != v && acc == acc)) { acc = v; arg = off; }
                 } else if (j->op == FBX_IR_OP_LPPOOL) {
                   acc += pow(fabs(v), j->p);
                 } else {
@@ -83,6 +85,13 @@ static inline __m256 fbx__mp2_even(const float *p) { /* p[0], p[2], ..., p[14] *
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+/* max(a, b) that keeps a NaN from either side (maxps alone returns b when
+ * one is NaN): the unordered mask ORed in makes the lane an all-ones NaN. */
+static inline __m256 fbx__mp2_max(__m256 a, __m256 b) {
+  return _mm256_or_ps(_mm256_max_ps(a, b), _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+}
+static inline float fbx__mp2_max1(float m, float v) { return (v > m || v != v) ? v : m; }
+
 static void fbx__mp2_task(void *arg, int64_t p0, int64_t p1, int worker) {
   const fbx__mp2_job *j = arg;
   float *vb = j->rows + (size_t)worker * (size_t)j->PW;
@@ -103,12 +112,12 @@ static void fbx__mp2_task(void *arg, int64_t p0, int64_t p1, int worker) {
         int64_t i = 0;
         for (; i + 8 <= IW; i += 8) {
           __m256 m = _mm256_loadu_ps(r0 + i);
-          for (int64_t h = h0 + 1; h < h1; h++) m = _mm256_max_ps(m, _mm256_loadu_ps(x + h * IW + i));
+          for (int64_t h = h0 + 1; h < h1; h++) m = fbx__mp2_max(m, _mm256_loadu_ps(x + h * IW + i));
           _mm256_storeu_ps(v + i, m);
         }
         for (; i < IW; i++) {
           float m = r0[i];
-          for (int64_t h = h0 + 1; h < h1; h++) m = x[h * IW + i] > m ? x[h * IW + i] : m;
+          for (int64_t h = h0 + 1; h < h1; h++) m = fbx__mp2_max1(m, x[h * IW + i]);
           v[i] = m;
         }
       }
@@ -117,20 +126,20 @@ static void fbx__mp2_task(void *arg, int64_t p0, int64_t p1, int worker) {
       if (SW == 1) {
         for (; ow + 8 <= OW; ow += 8) {
           __m256 m = _mm256_loadu_ps(vb + ow);
-          for (int64_t k = 1; k < KW; k++) m = _mm256_max_ps(m, _mm256_loadu_ps(vb + ow + k));
+          for (int64_t k = 1; k < KW; k++) m = fbx__mp2_max(m, _mm256_loadu_ps(vb + ow + k));
           _mm256_storeu_ps(yr + ow, m);
         }
       } else if (SW == 2) {
         for (; ow + 8 <= OW; ow += 8) {
           __m256 m = fbx__mp2_even(vb + 2 * ow);
-          for (int64_t k = 1; k < KW; k++) m = _mm256_max_ps(m, fbx__mp2_even(vb + 2 * ow + k));
+          for (int64_t k = 1; k < KW; k++) m = fbx__mp2_max(m, fbx__mp2_even(vb + 2 * ow + k));
           _mm256_storeu_ps(yr + ow, m);
         }
       }
       for (; ow < OW; ow++) {
         const float *w = vb + ow * SW;
         float m = w[0];
-        for (int64_t k = 1; k < KW; k++) m = w[k] > m ? w[k] : m;
+        for (int64_t k = 1; k < KW; k++) m = fbx__mp2_max1(m, w[k]);
         yr[ow] = m;
       }
     }
@@ -200,7 +209,7 @@ static void fbx__gp_task(void *arg, int64_t p0, int64_t p1, int worker) {
     const float *x = j->x + p * j->S;
     if (j->max) {
       float m = -INFINITY;
-      for (int64_t i = 0; i < j->S; i++) m = x[i] > m ? x[i] : m;
+      for (int64_t i = 0; i < j->S; i++) m = fbx__mp2_max1(m, x[i]);
       j->y[p] = m;
     } else {
       float s0 = 0, s1 = 0, s2 = 0, s3 = 0;

@@ -1,5 +1,8 @@
 /* Reductions (REDUCE_*), ARGMAX/ARGMIN, CUMSUM. Accumulation in double for
- * float inputs (the reduced extent can be large), int64 for integer ones. */
+ * float inputs (the reduced extent can be large), int64 for integer ones.
+ * NaN (numpy semantics, README "Numerics"): REDUCE_MAX/MIN of a set with a
+ * NaN is NaN (np.max); ARGMAX/ARGMIN treat NaN as the extreme value: the
+ * first NaN's index (np.argmax), the last one's with select_last_index. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -55,7 +58,10 @@ static void fbx__red_task(void *arg, int64_t o0, int64_t o1, int worker) {
           idx[d] = 0;
         }
       }
-      if (mx == -INFINITY || mx != mx) mx = 0;
+      /* shift by the max for range, except an infinite max: all -inf rows give
+       * log(0) = -inf, a +inf gives exp(+inf) = +inf -> +inf (NaN if the row
+       * has a NaN too); shifting by it would make inf - inf = NaN */
+      if (isinf(mx) || mx != mx) mx = 0;
     }
     int64_t off = base;
     for (int64_t t = 0; t < j->rcount; t++) {
@@ -211,7 +217,11 @@ static fbx_status *fbx__arg(FBX_CPU_KERNEL_ARGS) {
       double bv = 0;
       for (int64_t a = 0; a < A; a++) {
         double v = fbx__rd_get(x, (o * A + a) * inner + i);
-        bool better = a == 0 || (mx ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv));
+        bool better;
+        if (a == 0) better = true;
+        else if (bv != bv) better = last && v != v; /* a NaN is held: only a later NaN (select_last) */
+        else if (v != v) better = true;
+        else better = mx ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
         if (better) {
           bv = v;
           best = a;
