@@ -1,11 +1,14 @@
 /* MATMUL: batched numpy matmul with broadcasting of batch dims, 1-D operands,
  * trans_a/trans_b/alpha (alpha 0 is taken as "unset" = 1).
- *   M == 1 (decode): our GEMV (packed constant B when node_prepare packed it)
- *   M  > 1         : OpenBLAS sgemm per batch; a batch-free B folds A's
- *                    batch into M (one sgemm call)
- *   F64            : plain loops. */
+ *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it)
+ *   2 <= M <= 96, constant B : the small-M kernel on the packed B (prefetching, no K blocking)
+ *   otherwise                : the blocked GEMM (cpu_gemm.c), all batches in one call
+ *                              (attention heads are work items of one parallel-for);
+ *                              a constant B stays packed; a batch-free B folds A's batch into M
+ *   F64                      : plain loops. */
 #include <string.h>
 
+#include "cpu_gemm.h"
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 
@@ -118,6 +121,20 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   }
   const fbx__mm_state *st = state;
   bool packed = st && st->K == K && st->N == N && st->trans_b == tb && sb == 1;
+  if (M > 1 && !(packed && !ta && M <= 96)) {
+    fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
+                           .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
+                           .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
+    for (int i = 0; i < obr; i++) {
+      d.bdims[i] = odims[i];
+      d.a_st[i] = ast[i] * a_mat;
+      d.b_st[i] = bst[i] * b_mat;
+    }
+    info->variant = packed ? "gemm_f32_blocked_packed_b" : "gemm_f32_blocked";
+    info->reason = packed ? "M>1: blocked GEMM, constant B packed at compile, A packed per K block"
+                          : "M>1: blocked GEMM, A and B packed per block into the GEMM workspace";
+    return fbx_cpu_gemm(c, &d);
+  }
   for (int64_t bi = 0; bi < nbatch; bi++) {
     int64_t rem = bi, oa = 0, ob = 0;
     for (int d = obr - 1; d >= 0; d--) {
@@ -138,16 +155,12 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
         info->reason = "M=1: bandwidth-bound GEMV (B not constant)";
         fbx_cpu_gemv_plain(c, ab, bb, yb, K, N, tb, alpha);
       }
-    } else if (packed && !ta && M <= 96) {
+    } else {
       info->variant = "gemm_f32_packed_small_m";
       info->reason = fbx_cpu_avx512_enabled()
                          ? "small M (prefill): 12x32 AVX-512 kernel on the packed constant B (no per-call packing)"
                          : "small M (prefill): 6x16 AVX2 kernel on the packed constant B (no per-call packing)";
       fbx_cpu_gemm_packed(c, ab, K, st->packed, yb, N, M, K, N, alpha);
-    } else {
-      info->variant = "sgemm_openblas";
-      info->reason = "M>1: OpenBLAS sgemm";
-      fbx_cpu_sgemm_par(c, ta, tb, M, N, K, alpha, ab, ta ? M : K, bb, tb ? K : N, 0.f, yb, N, NULL);
     }
   }
   return NULL;
