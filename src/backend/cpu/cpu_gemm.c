@@ -94,10 +94,31 @@ static void fbx__gm_pack_a(const fbx_cpu_gemm_desc *d, const float *A, int64_t m
     for (int64_t r = 0; r < mb; r++) memcpy(dst + r * ldp, A + (m0 + r) * d->lda + k0, (size_t)kb * sizeof(float));
     return;
   }
-  for (int64_t k = 0; k < kb; k++) { /* A stored (K, M) */
-    const float *src = A + (k0 + k) * d->lda + m0;
-    for (int64_t r = 0; r < mb; r++) dst[r * ldp + k] = src[r];
-  }
+  /* A stored (K, M): 8x8 blocks transposed in registers, scalar tails */
+  const float *a0 = A + k0 * d->lda + m0;
+  int64_t r8 = mb / 8 * 8, k8 = kb / 8 * 8;
+  for (int64_t r = 0; r < r8; r += 8)
+    for (int64_t k = 0; k < k8; k += 8) {
+      __m256 v[8], t[8];
+      for (int i = 0; i < 8; i++) v[i] = _mm256_loadu_ps(a0 + (k + i) * d->lda + r);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      /* v[0..3]: columns 0,1,2,3 of rows k..k+3 (low lane) and of k+4..k+7 (v[4..7]) */
+      for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(dst + (r + i) * ldp + k, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (r + i + 4) * ldp + k, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+      }
+    }
+  for (int64_t r = 0; r < mb; r++)
+    for (int64_t k = r < r8 ? k8 : 0; k < kb; k++) dst[r * ldp + k] = a0[k * d->lda + r];
 }
 
 /* dst <- op(B) k [k0, k0+kb) x columns [n0, n0+nb) as 16-column panels,
