@@ -2,12 +2,11 @@
  * / vocab-32000 decoder at M=128, im2col-shaped conv GEMMs, small M, batched
  * attention), for Fusebox's blocked GEMM (B packed per call, and B packed
  * once as for constant weights), Fusebox's earlier small-M kernel, OpenBLAS,
- * and - when their libraries are installed - BLIS and oneDNN (dlopen'ed, so
- * this builds without them). GFLOP/s and the fraction of the peak FMA rate
+ * BLIS and oneDNN, each when its library is installed (dlopen'ed, so this
+ * builds and runs without them). GFLOP/s and the fraction of the peak FMA rate
  * measured here with a register-only FMA loop on the same thread count.
  * Usage: bench_gemm [threads=1] [min_seconds_per_shape=1]
  * (FUSEBOX_AVX512=0 measures the AVX2 kernels.) */
-#include <cblas.h>
 #include <dlfcn.h>
 #include <immintrin.h>
 #include <math.h>
@@ -89,6 +88,11 @@ typedef void (*bli_threads_fn)(int64_t);
 /* oneDNN: dnnl_sgemm(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), row-major */
 typedef int (*dnnl_sgemm_fn)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
                              int64_t, float, float *, int64_t);
+/* OpenBLAS: cblas_sgemm(order, transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), row-major = 101 */
+typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                               float *, int);
+typedef void (*openblas_threads_fn)(int);
+static cblas_sgemm_fn g_oblas;
 static bli_sgemm_fn g_bli;
 static dnnl_sgemm_fn g_dnnl;
 
@@ -120,8 +124,8 @@ static void run_impl(int impl, const cell *c) {
     if (impl == I_FBX_OLD) {
       fbx_cpu_gemm_packed(c->ctx, A, lda, c->Bpk, C, N, M, K, N, 1.f);
     } else if (impl == I_OPENBLAS) {
-      cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, (blasint)M,
-                  (blasint)N, (blasint)K, 1.f, A, (blasint)lda, B, (blasint)ldb, 0.f, C, (blasint)N);
+      g_oblas(101, s->ta ? 112 : 111, s->tb ? 112 : 111, (int)M, (int)N, (int)K, 1.f, A, (int)lda, B, (int)ldb, 0.f,
+              C, (int)N);
     } else if (impl == I_BLIS) {
       float one = 1.f, zero = 0.f;
       /* row-major: row stride ld, column stride 1; transposition as BLIS_TRANSPOSE (= 8) */
@@ -145,7 +149,11 @@ int main(int argc, char **argv) {
   if (hb && dlsym(hb, "bli_thread_set_num_threads"))
     ((bli_threads_fn)dlsym(hb, "bli_thread_set_num_threads"))(threads);
   if (hd) g_dnnl = (dnnl_sgemm_fn)dlsym(hd, "dnnl_sgemm");
-  openblas_set_num_threads(threads);
+  void *ho = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!ho) ho = dlopen("/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (ho) g_oblas = (cblas_sgemm_fn)dlsym(ho, "cblas_sgemm");
+  if (ho && dlsym(ho, "openblas_set_num_threads"))
+    ((openblas_threads_fn)dlsym(ho, "openblas_set_num_threads"))(threads);
 
   fbx_backend *be;
   fbx_cpu_options o = {.threads = threads};
@@ -154,7 +162,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", fbx_status_message(st));
     return 1;
   }
-  openblas_set_num_threads(threads); /* the backend sets OpenBLAS to 1 thread; the bench gives it ours */
   fbx_cpu_ctx *ctx = be->ctx;
   int z = fbx_cpu_avx512_enabled();
 
@@ -168,7 +175,8 @@ int main(int argc, char **argv) {
   double peak = threads * (double)PEAK_ITERS * (z ? 24 * 16 : 12 * 8) * 2 / tp / 1e9;
   printf("bench_gemm: %d thread(s), %s kernels, peak FMA rate measured %.1f GFLOP/s (%s, %d thread(s))\n", threads,
          z ? "AVX-512" : "AVX2", peak, z ? "zmm" : "ymm", threads);
-  printf("libraries: BLIS %s, oneDNN %s\n\n", g_bli ? "loaded" : "absent", g_dnnl ? "loaded" : "absent");
+  printf("libraries: OpenBLAS %s, BLIS %s, oneDNN %s\n\n", g_oblas ? "loaded" : "absent", g_bli ? "loaded" : "absent",
+         g_dnnl ? "loaded" : "absent");
   printf("| shape | ");
   for (int i = 0; i < NIMPL; i++) printf("%s | ", IMPL_NAMES[i]);
   printf("\n|---|");
@@ -194,7 +202,7 @@ int main(int argc, char **argv) {
     double best[NIMPL], maxrel[NIMPL] = {0};
     for (int impl = 0; impl < NIMPL; impl++) {
       ok[impl] = (impl != I_FBX_PK || (s->constb && c.Bpk)) && (impl != I_FBX_OLD || (c.Bpk && !s->ta)) &&
-                 (impl != I_BLIS || g_bli) && (impl != I_DNNL || g_dnnl);
+                 (impl != I_BLIS || g_bli) && (impl != I_DNNL || g_dnnl) && (impl != I_OPENBLAS || g_oblas);
       best[impl] = 1e30;
       if (!ok[impl]) continue;
       memset(c.C, 0, (size_t)(nb * M * N) * 4);

@@ -30,7 +30,23 @@ static inline __attribute__((always_inline)) void fbx__gm_avx2_panel(const int M
   __m256 lo[FBX_CPU_GEMM_MR_AVX2], hi[FBX_CPU_GEMM_MR_AVX2];
   _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) lo[r] = hi[r] = _mm256_setzero_ps();
   if (width >= P) {
-    for (int64_t k = 0; k < kb; k++, b += bks) {
+    int64_t k = 0;
+    for (; k + 2 <= kb; k += 2, b += 2 * bks) {
+      __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+      _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+        __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+        lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+        hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+      }
+      b0 = _mm256_loadu_ps(b + bks);
+      b1 = _mm256_loadu_ps(b + bks + 8);
+      _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+        __m256 av = _mm256_broadcast_ss(a + r * lda + k + 1);
+        lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+        hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+      }
+    }
+    if (k < kb) {
       __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
       _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
         __m256 av = _mm256_broadcast_ss(a + r * lda + k);
@@ -51,15 +67,27 @@ static inline __attribute__((always_inline)) void fbx__gm_avx2_panel(const int M
       }
     }
   }
-  const __m256 al = _mm256_set1_ps(alpha);
-  int64_t w = width < P ? width : P;
+  const __m256 al = _mm256_set1_ps(alpha), bc = _mm256_set1_ps(beta_c);
+  if (width >= P) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+      float *cr = c + r * ldc;
+      __m256 o0 = _mm256_mul_ps(al, lo[r]), o1 = _mm256_mul_ps(al, hi[r]);
+      if (beta_c != 0.f) {
+        o0 = _mm256_fmadd_ps(bc, _mm256_loadu_ps(cr), o0);
+        o1 = _mm256_fmadd_ps(bc, _mm256_loadu_ps(cr + 8), o1);
+      }
+      _mm256_storeu_ps(cr, o0);
+      _mm256_storeu_ps(cr + 8, o1);
+    }
+    return;
+  }
   _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
     float t[P], *cr = c + r * ldc;
     _mm256_storeu_ps(t, _mm256_mul_ps(al, lo[r]));
     _mm256_storeu_ps(t + 8, _mm256_mul_ps(al, hi[r]));
     if (beta_c != 0.f)
-      for (int64_t j = 0; j < w; j++) t[j] += beta_c * cr[j];
-    memcpy(cr, t, (size_t)w * sizeof(float));
+      for (int64_t j = 0; j < width; j++) t[j] += beta_c * cr[j];
+    memcpy(cr, t, (size_t)width * sizeof(float));
   }
 }
 
