@@ -181,6 +181,9 @@ int main(int argc, char **argv) {
   mm_case(12, 128, 64, 128, 0, 0, 0, "gemm_f32_blocked");
   mm_case(2, 7, 9, 11, 1, 1, 0, "gemm_f32_blocked");
   mm_case(1, 40, 300, 100, 0, 0, 1, "gemm_f32_packed_small_m");
+  mm_case(1, 150, 1, 77, 0, 0, 0, "gemv_f32_mat_vec");
+  mm_case(4, 33, 1, 20, 0, 1, 0, "gemv_f32_mat_vec");
+  mm_case(2, 33, 1, 20, 1, 0, 0, "gemm_f32_blocked");
   int rc = test_finish(fbx_cpu_avx512_enabled() ? "cpu blocked gemm (AVX-512)" : "cpu blocked gemm (AVX2)");
   if (fbx_cpu_avx512_enabled() && !getenv("FUSEBOX_AVX512")) { /* the AVX2 pass */
     setenv("FUSEBOX_AVX512", "0", 1);

@@ -1,6 +1,7 @@
 /* MATMUL: batched numpy matmul with broadcasting of batch dims, 1-D operands,
  * trans_a/trans_b/alpha (alpha 0 is taken as "unset" = 1).
  *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it)
+ *   N == 1, A not transposed : the same GEMV with A as its matrix (dot products of A's rows)
  *   2 <= M <= 96, constant B : the small-M kernel on the packed B (prefetching, no K blocking)
  *   otherwise                : the blocked GEMM (cpu_gemm.c), all batches in one call
  *                              (attention heads are work items of one parallel-for);
@@ -121,7 +122,10 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   }
   const fbx__mm_state *st = state;
   bool packed = st && st->K == K && st->N == N && st->trans_b == tb && sb == 1;
-  if (M > 1 && !(packed && !ta && M <= 96)) {
+  /* N == 1 (matrix x vector): y(M) = A(M,K) . b(K) is the GEMV with A as its
+   * (N,K) matrix; the GEMM tiles would compute 32 columns to keep one */
+  bool mat_vec = M > 1 && N == 1 && !ta;
+  if (M > 1 && !mat_vec && !(packed && !ta && M <= 96)) {
     fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
                            .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
                            .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
@@ -145,7 +149,11 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
     }
     const float *ab = a + oa * a_mat, *bb = b + ob * b_mat;
     float *yb = y + bi * y_mat;
-    if (M == 1) {
+    if (mat_vec) {
+      info->variant = "gemv_f32_mat_vec";
+      info->reason = "N=1: A's rows dotted with the vector B (bandwidth-bound on A)";
+      fbx_cpu_gemv_plain(c, bb, ab, yb, K, M, true, alpha);
+    } else if (M == 1) {
       if (packed) {
         info->variant = "gemv_f32_packed";
         info->reason = "M=1: bandwidth-bound GEMV, constant B packed at compile";
