@@ -1,8 +1,8 @@
 /* Blocked f32 GEMM for every M (interface and layouts: cpu_gemm.h).
  *
  * Per work item (one batch matrix, rows [m0, m1), columns [n0, n1)):
- *   for each K block (KC):           B block (KC x n1-n0) packed (or prepacked)
- *     for each M block (MC):         A block packed into MR-row slivers (L2)
+ *   for each K block (KC):           B block (KC x n1-n0) packed (or prepacked, or in place)
+ *     for each M block (MC):         A block copied, padded row stride (L2)
  *       for each 32-column pair:     B micro-panel (KC x 32, 32 KiB) stays in L1
  *         for each MR-row sliver:    micro-kernel MR x 32
  * The first K block stores (or scales C by beta), later ones accumulate.

@@ -11,8 +11,9 @@
  * offsets decomposed over up to FBX_MAX_RANK broadcast dims.
  *
  * Blocking: K in blocks of KC (B micro-panels stay in L1), M in blocks of MC
- * (the packed A block stays in L2); A packed per block into MR-row slivers
- * (MR = 12 AVX-512 / 6 AVX2), B packed per block unless prepacked. Work items
+ * (the A block stays in L2); A copied per block with a padded row stride (the
+ * kernels broadcast from MR = 12 AVX-512 / 6 AVX2 rows at once), B packed per
+ * block unless prepacked, or read in place at small M. Work items
  * are (batch, M chunk, N chunk) tiles run on the pool; each worker packs into
  * its own part of one workspace held by the context (grown once, reused, no
  * allocation in the steady state). */
