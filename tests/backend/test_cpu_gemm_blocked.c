@@ -127,7 +127,7 @@ static void test_gemm_shapes(fbx_cpu_ctx *c) {
   batch_case(c, 128, 128, 64, 1); /* attention-shaped */
 }
 
-/* MATMUL through the backend: M > 96 on a constant B (blocked, prepacked),
+/* MATMUL through the backend: M > 160 on a constant B (blocked, prepacked),
  * dynamic B with batches (attention: Q K^T through trans_b), transposed A. */
 static void mm_case(int64_t nb, int64_t M, int64_t N, int64_t K, int ta, int tb, int constb, const char *want) {
   char what[128];
@@ -174,8 +174,9 @@ int main(int argc, char **argv) {
   fbx_backend_destroy(g_be);
   test_setup(3);
   test_gemm_shapes(g_be->ctx);
-  mm_case(1, 128, 200, 300, 0, 0, 1, "gemm_f32_blocked_packed_b");
-  mm_case(1, 130, 70, 40, 0, 1, 1, "gemm_f32_blocked_packed_b");
+  mm_case(1, 200, 200, 300, 0, 0, 1, "gemm_f32_blocked_packed_b");
+  mm_case(1, 128, 200, 300, 0, 0, 1, "gemm_f32_packed_small_m");
+  mm_case(1, 170, 70, 40, 0, 1, 1, "gemm_f32_blocked_packed_b");
   mm_case(3, 20, 50, 30, 1, 0, 1, "gemm_f32_blocked_packed_b");
   mm_case(12, 128, 128, 64, 0, 1, 0, "gemm_f32_blocked");
   mm_case(12, 128, 64, 128, 0, 0, 0, "gemm_f32_blocked");

@@ -2,7 +2,8 @@
  * trans_a/trans_b/alpha (alpha 0 is taken as "unset" = 1).
  *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it)
  *   N == 1, A not transposed : the same GEMV with A as its matrix (dot products of A's rows)
- *   2 <= M <= 96, constant B : the small-M kernel on the packed B (prefetching, no K blocking)
+ *   2 <= M <= 160, constant B: the small-M kernel on the packed B (prefetching, no K blocking;
+ *                              at prefill's M = 128 it beats the blocked GEMM, bench/RESULTS.md)
  *   otherwise                : the blocked GEMM (cpu_gemm.c), all batches in one call
  *                              (attention heads are work items of one parallel-for);
  *                              a constant B stays packed; a batch-free B folds A's batch into M
@@ -12,6 +13,10 @@
 #include "cpu_gemm.h"
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
+
+/* Largest M for the small-M kernel: up to here its A rows (M x K) stay in L2
+ * across the panels and it outruns the blocked GEMM (bench_gemm, M = 128). */
+#define FBX__MM_SMALL_M 160
 
 typedef struct fbx__mm_state {
   float *packed;       /* (ceil(N/16), K, 16) */
@@ -125,7 +130,7 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   /* N == 1 (matrix x vector): y(M) = A(M,K) . b(K) is the GEMV with A as its
    * (N,K) matrix; the GEMM tiles would compute 32 columns to keep one */
   bool mat_vec = M > 1 && N == 1 && !ta;
-  if (M > 1 && !mat_vec && !(packed && !ta && M <= 96)) {
+  if (M > 1 && !mat_vec && !(packed && !ta && M <= FBX__MM_SMALL_M)) {
     fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
                            .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
                            .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
