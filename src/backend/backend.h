@@ -49,7 +49,7 @@ size_t fbx_tensor_nbytes(const fbx_tensor *t);
 
 /* What a kernel tells the tracer about the variant it chose (static strings). */
 typedef struct fbx_kernel_info {
-  const char *variant;   /* e.g. "gemv_f32_packed", "sgemm_openblas", "ew_fused" */
+  const char *variant;   /* e.g. "gemv_f32_packed", "gemm_f32_blocked", "ew_fused" */
   const char *reason;    /* e.g. "M=1: bandwidth-bound GEMV", "constant B packed at compile" */
   double flops;          /* estimate, 0 if unknown */
 } fbx_kernel_info;

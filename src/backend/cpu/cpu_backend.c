@@ -1,7 +1,6 @@
 /* The CPU backend: host buffers, memcpy copies, and a kernel table generated
  * from the IR op X-macro. Elementwise ops share the program interpreter;
  * every other op has its own kernel fbx_cpu_k_<OP>. */
-#include <cblas.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,17 +21,21 @@ static const fbx_cpu_kernel_fn fbx__cpu_kernels[] = {
 _Static_assert(sizeof(fbx__cpu_kernels) / sizeof(fbx__cpu_kernels[0]) == FBX_IR_OP_COUNT,
                "CPU kernel table must cover every IR op");
 
-void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes) {
-  if (bytes <= c->scratch_size) return c->scratch;
-  size_t sz = c->scratch_size ? c->scratch_size : 64 * 1024;
+static void *fbx__cpu_grow(void **buf, size_t *size, size_t bytes) {
+  if (bytes <= *size) return *buf;
+  size_t sz = *size ? *size : 64 * 1024;
   while (sz < bytes) sz *= 2;
   void *p = fbx_malloc_aligned(sz);
   if (!p) return NULL;
-  fbx_free_aligned(c->scratch);
-  c->scratch = p;
-  c->scratch_size = sz;
+  fbx_free_aligned(*buf);
+  *buf = p;
+  *size = sz;
   return p;
 }
+
+void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes) { return fbx__cpu_grow(&c->scratch, &c->scratch_size, bytes); }
+
+void *fbx_cpu_gemm_ws(fbx_cpu_ctx *c, size_t bytes) { return fbx__cpu_grow(&c->gemm_ws, &c->gemm_ws_size, bytes); }
 
 static fbx_cpu_ctx *fbx__cpu(fbx_backend *be) { return be->ctx; }
 
@@ -135,6 +138,7 @@ static void fbx__cpu_destroy(fbx_backend *be) {
     fbx_cpu_pool_destroy(c->pool);
     pthread_mutex_destroy(&c->run_lock);
     fbx_free_aligned(c->scratch);
+    fbx_free_aligned(c->gemm_ws);
     fbx_free(c);
   }
   fbx_free(be);
@@ -195,10 +199,6 @@ fbx_status *fbx_cpu_backend_create(const fbx_cpu_options *opt, fbx_backend **out
     return st;
   }
   c->threads = fbx_cpu_pool_threads(c->pool);
-  /* OpenBLAS keeps one global thread count: 1, our pool splits sgemm itself
-   * (fbx_cpu_sgemm_par), so OpenBLAS threads never compete with pool workers. */
-  static _Atomic int blas_threads_set;
-  if (!atomic_exchange(&blas_threads_set, 1)) openblas_set_num_threads(1);
   *out = be;
   return NULL;
 }

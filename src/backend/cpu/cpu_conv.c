@@ -727,7 +727,7 @@ fbx_status *fbx_cpu_k_CONV_TRANSPOSE(FBX_CPU_KERNEL_ARGS) {
       const float *wg = w + gi * Cg * Mg * KV; /* (Cg, Mg*KV) */
       float *yg = y + (n * g.M + gi * Mg) * OS;
       /* col (Mg*KV, IS) = wg^T (Mg*KV, Cg) x xg (Cg, IS) */
-      fbx_cpu_sgemm_par(c, true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS, NULL);
+      FBX_TRY(fbx_cpu_sgemm_par(c, true, false, Mg * KV, IS, Cg, 1.f, wg, Mg * KV, xg, IS, 0.f, col, IS, NULL));
       fbx__c2i_job cj = {.g = &g, .col = col, .y = yg, .bias = b ? b + gi * Mg : NULL, .KV = KV, .IS = IS,
                          .OS = OS, .epi = &epi, .ybase = (n * g.M + gi * Mg) * OS};
       fbx_cpu_par(c, Mg, 1, fbx__c2i_task, &cj);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_gemm.h"
 #include "cpu_gemm_avx512.h"
 
 int fbx_cpu_avx512_enabled(void) {
@@ -171,5 +172,78 @@ void fbx_cpu_gemm_packed_avx512(const float *a, int64_t lda, const float *packed
                       N - n0, blk == 0 ? ahead : NULL, blk == 1 ? next : NULL);
       m += mr;
     }
+  }
+}
+
+/* ---- blocked-GEMM micro-kernel (cpu_gemm.h): up to 12 rows x 32 columns
+ * in 24 zmm accumulators; A broadcast from its rows (element (r, k) at
+ * a[r*lda + k]), B row k of the two 16-column panels at b0/b1 + k*bks
+ * (bks 16: packed panels; ldb: B read in place). Partial columns by masked
+ * loads (never touching memory past width) and stores. ---- */
+static inline __attribute__((always_inline)) void fbx__zk_tile(const int MR, const int NP, const float *a,
+                                                               int64_t lda, const float *b0, const float *b1,
+                                                               int64_t bks, int64_t kb, float alpha, float beta_c,
+                                                               float *c, int64_t ldc, int64_t width) {
+  __m512 c0[MRMAX], c1[MRMAX];
+  _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+  const __mmask16 mk0 = fbx__z_mask(width), mk1 = fbx__z_mask(width - P);
+  if (mk0 == 0xFFFF && (NP == 1 || mk1 == 0xFFFF)) {
+    for (int64_t k = 0; k < kb; k++) {
+      __m512 v0 = _mm512_loadu_ps(b0 + k * bks), v1 = NP == 2 ? _mm512_loadu_ps(b1 + k * bks) : v0;
+      _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+        __m512 av = _mm512_set1_ps(a[r * lda + k]);
+        c0[r] = _mm512_fmadd_ps(av, v0, c0[r]);
+        if (NP == 2) c1[r] = _mm512_fmadd_ps(av, v1, c1[r]);
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < kb; k++) {
+      __m512 v0 = _mm512_maskz_loadu_ps(mk0, b0 + k * bks);
+      __m512 v1 = NP == 2 ? _mm512_maskz_loadu_ps(mk1, b1 + k * bks) : v0;
+      _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+        __m512 av = _mm512_set1_ps(a[r * lda + k]);
+        c0[r] = _mm512_fmadd_ps(av, v0, c0[r]);
+        if (NP == 2) c1[r] = _mm512_fmadd_ps(av, v1, c1[r]);
+      }
+    }
+  }
+  const __m512 al = _mm512_set1_ps(alpha), bc = _mm512_set1_ps(beta_c);
+  _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+    float *cr = c + r * ldc;
+    __m512 o0 = _mm512_mul_ps(al, c0[r]);
+    if (beta_c != 0.f) o0 = _mm512_fmadd_ps(bc, _mm512_maskz_loadu_ps(mk0, cr), o0);
+    _mm512_mask_storeu_ps(cr, mk0, o0);
+    if (NP == 2) {
+      __m512 o1 = _mm512_mul_ps(al, c1[r]);
+      if (beta_c != 0.f) o1 = _mm512_fmadd_ps(bc, _mm512_maskz_loadu_ps(mk1, cr + P), o1);
+      _mm512_mask_storeu_ps(cr + P, mk1, o1);
+    }
+  }
+}
+
+#define FBX__ZK_CASE(MR)                                                                 \
+  case MR:                                                                               \
+    if (width > P)                                                                       \
+      fbx__zk_tile(MR, 2, a, lda, b0, b1, bks, kb, alpha, beta_c, c, ldc, width);        \
+    else                                                                                 \
+      fbx__zk_tile(MR, 1, a, lda, b0, b0, bks, kb, alpha, beta_c, c, ldc, width);        \
+    break;
+
+void fbx_cpu_gemm_ukr_avx512(const float *a, int64_t lda, const float *b0, const float *b1, int64_t bks,
+                             int64_t kb, float alpha, float beta_c, float *c, int64_t ldc, int mr, int64_t width) {
+  switch (mr) {
+    FBX__ZK_CASE(12)
+    FBX__ZK_CASE(11)
+    FBX__ZK_CASE(10)
+    FBX__ZK_CASE(9)
+    FBX__ZK_CASE(8)
+    FBX__ZK_CASE(7)
+    FBX__ZK_CASE(6)
+    FBX__ZK_CASE(5)
+    FBX__ZK_CASE(4)
+    FBX__ZK_CASE(3)
+    FBX__ZK_CASE(2)
+    FBX__ZK_CASE(1)
+    default: break;
   }
 }

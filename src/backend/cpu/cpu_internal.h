@@ -35,6 +35,8 @@ typedef struct fbx_cpu_ctx {
   pthread_mutex_t run_lock;     /* run_node is serialised: one scratch, one pool */
   void *scratch;                /* 64-byte aligned, grows geometrically */
   size_t scratch_size;
+  void *gemm_ws;                /* blocked GEMM packing workspace (cpu_gemm.c), grows geometrically */
+  size_t gemm_ws_size;
   _Atomic size_t mem_in_use;    /* bytes held by buffer_alloc */
   const char *op_name;          /* name of the op being run (trace spans) */
 } fbx_cpu_ctx;
@@ -42,6 +44,10 @@ typedef struct fbx_cpu_ctx {
 /* Scratch of at least `bytes` (64-byte aligned), valid until the next call;
  * never freed by the kernel. NULL on OOM. */
 void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes);
+
+/* The blocked GEMM's own workspace (separate from scratch, which a caller
+ * such as ConvTranspose may hold across its GEMM call); same contract. */
+void *fbx_cpu_gemm_ws(fbx_cpu_ctx *c, size_t bytes);
 
 /* Parallel-for with the op name as trace label. */
 static inline void fbx_cpu_par(fbx_cpu_ctx *c, int64_t n, int64_t grain, fbx_cpu_task_fn fn,
@@ -143,16 +149,12 @@ void fbx_cpu_write_f64(fbx_tensor *t, int64_t i, double v);
  * Parallel over the pool for large copies. */
 void fbx_cpu_strided_copy(fbx_cpu_ctx *c, void *dst, const void *src, size_t esz, int rank,
                           const int64_t *dims, const int64_t *sstrides);
-/* Plain sgemm on row-major data (OpenBLAS, single-threaded: OpenBLAS runs
- * with 1 thread so it never competes with our pool). */
-void fbx_cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-/* The same, split over the pool (by columns of C when N is large, else rows);
- * each worker runs a single-threaded OpenBLAS sgemm on its block, then adds
- * row_bias[m] to row m of its block (row_bias may be NULL). */
-void fbx_cpu_sgemm_par(fbx_cpu_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                       float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                       float beta, float *C, int64_t ldc, const float *row_bias);
+/* C(M,N) = alpha * op(A) @ op(B) + beta * C, then C[m, :] += row_bias[m]
+ * (row_bias may be NULL), row-major with leading dims; the blocked GEMM of
+ * cpu_gemm.c on c's pool. Error only on OOM of its workspace. */
+fbx_status *fbx_cpu_sgemm_par(fbx_cpu_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                              const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                              int64_t ldc, const float *row_bias);
 
 static inline bool fbx_cpu_present(const fbx_tensor *in, int n_in, int i) {
   return i < n_in && in[i].data != NULL && in[i].rank >= 0;

@@ -1,13 +1,22 @@
 /* MATMUL: batched numpy matmul with broadcasting of batch dims, 1-D operands,
  * trans_a/trans_b/alpha (alpha 0 is taken as "unset" = 1).
- *   M == 1 (decode): our GEMV (packed constant B when node_prepare packed it)
- *   M  > 1         : OpenBLAS sgemm per batch; a batch-free B folds A's
- *                    batch into M (one sgemm call)
- *   F64            : plain loops. */
+ *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it)
+ *   N == 1, A not transposed : the same GEMV with A as its matrix (dot products of A's rows)
+ *   2 <= M <= 160, constant B: the small-M kernel on the packed B (prefetching, no K blocking;
+ *                              at prefill's M = 128 it beats the blocked GEMM, bench/RESULTS.md)
+ *   otherwise                : the blocked GEMM (cpu_gemm.c), all batches in one call
+ *                              (attention heads are work items of one parallel-for);
+ *                              a constant B stays packed; a batch-free B folds A's batch into M
+ *   F64                      : plain loops. */
 #include <string.h>
 
+#include "cpu_gemm.h"
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
+
+/* Largest M for the small-M kernel: up to here its A rows (M x K) stay in L2
+ * across the panels and it outruns the blocked GEMM (bench_gemm, M = 128). */
+#define FBX__MM_SMALL_M 160
 
 typedef struct fbx__mm_state {
   float *packed;       /* (ceil(N/16), K, 16) */
@@ -118,6 +127,23 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   }
   const fbx__mm_state *st = state;
   bool packed = st && st->K == K && st->N == N && st->trans_b == tb && sb == 1;
+  /* N == 1 (matrix x vector): y(M) = A(M,K) . b(K) is the GEMV with A as its
+   * (N,K) matrix; the GEMM tiles would compute 32 columns to keep one */
+  bool mat_vec = M > 1 && N == 1 && !ta;
+  if (M > 1 && !mat_vec && !(packed && !ta && M <= FBX__MM_SMALL_M)) {
+    fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
+                           .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
+                           .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
+    for (int i = 0; i < obr; i++) {
+      d.bdims[i] = odims[i];
+      d.a_st[i] = ast[i] * a_mat;
+      d.b_st[i] = bst[i] * b_mat;
+    }
+    info->variant = packed ? "gemm_f32_blocked_packed_b" : "gemm_f32_blocked";
+    info->reason = packed ? "M>1: blocked GEMM, constant B packed at compile, A packed per K block"
+                          : "M>1: blocked GEMM, A and B packed per block into the GEMM workspace";
+    return fbx_cpu_gemm(c, &d);
+  }
   for (int64_t bi = 0; bi < nbatch; bi++) {
     int64_t rem = bi, oa = 0, ob = 0;
     for (int d = obr - 1; d >= 0; d--) {
@@ -128,7 +154,11 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
     }
     const float *ab = a + oa * a_mat, *bb = b + ob * b_mat;
     float *yb = y + bi * y_mat;
-    if (M == 1) {
+    if (mat_vec) {
+      info->variant = "gemv_f32_mat_vec";
+      info->reason = "N=1: A's rows dotted with the vector B (bandwidth-bound on A)";
+      fbx_cpu_gemv_plain(c, bb, ab, yb, K, M, true, alpha);
+    } else if (M == 1) {
       if (packed) {
         info->variant = "gemv_f32_packed";
         info->reason = "M=1: bandwidth-bound GEMV, constant B packed at compile";
@@ -138,16 +168,12 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
         info->reason = "M=1: bandwidth-bound GEMV (B not constant)";
         fbx_cpu_gemv_plain(c, ab, bb, yb, K, N, tb, alpha);
       }
-    } else if (packed && !ta && M <= 96) {
+    } else {
       info->variant = "gemm_f32_packed_small_m";
       info->reason = fbx_cpu_avx512_enabled()
                          ? "small M (prefill): 12x32 AVX-512 kernel on the packed constant B (no per-call packing)"
                          : "small M (prefill): 6x16 AVX2 kernel on the packed constant B (no per-call packing)";
       fbx_cpu_gemm_packed(c, ab, K, st->packed, yb, N, M, K, N, alpha);
-    } else {
-      info->variant = "sgemm_openblas";
-      info->reason = "M>1: OpenBLAS sgemm";
-      fbx_cpu_sgemm_par(c, ta, tb, M, N, K, alpha, ab, ta ? M : K, bb, tb ? K : N, 0.f, yb, N, NULL);
     }
   }
   return NULL;

@@ -1,9 +1,7 @@
 /* Small helpers shared by the CPU kernels. */
-#include <cblas.h>
-#include <immintrin.h>
 #include <string.h>
 
-#include "cpu_internal.h"
+#include "cpu_gemm.h"
 
 int64_t fbx_cpu_numel(const fbx_tensor *t) { return fbx_tensor_numel(t); }
 
@@ -55,76 +53,10 @@ void fbx_cpu_write_f64(fbx_tensor *t, int64_t i, double v) {
   }
 }
 
-void fbx_cpu_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              (blasint)M, (blasint)N, (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
-              (blasint)ldc);
-}
-
-typedef struct fbx__sgemm_job {
-  bool ta, tb, by_cols;
-  int64_t M, N, K, lda, ldb, ldc;
-  float alpha, beta;
-  const float *A, *B, *bias;
-  float *C;
-} fbx__sgemm_job;
-
-/* C[m0..m1, n0..n1) += bias[m] (row-major, ldc) */
-static void fbx__sgemm_add_bias(float *C, int64_t ldc, const float *bias, int64_t m0, int64_t m1,
-                                int64_t n0, int64_t n1) {
-  for (int64_t m = m0; m < m1; m++) {
-    float *r = C + m * ldc;
-    const __m256 bv = _mm256_set1_ps(bias[m]);
-    int64_t i = n0;
-    for (; i + 8 <= n1; i += 8) _mm256_storeu_ps(r + i, _mm256_add_ps(_mm256_loadu_ps(r + i), bv));
-    for (; i < n1; i++) r[i] += bias[m];
-  }
-}
-
-/* by_cols: items are 16-column blocks of C; else rows of C. */
-static void fbx__sgemm_task(void *arg, int64_t i0, int64_t i1, int worker) {
-  const fbx__sgemm_job *j = arg;
-  if (j->by_cols) {
-    int64_t n0 = i0 * 16, n1 = i1 * 16 < j->N ? i1 * 16 : j->N;
-    const float *B = j->tb ? j->B + n0 * j->ldb : j->B + n0;
-    fbx_cpu_sgemm(j->ta, j->tb, j->M, n1 - n0, j->K, j->alpha, j->A, j->lda, B, j->ldb, j->beta,
-                  j->C + n0, j->ldc);
-    if (j->bias) fbx__sgemm_add_bias(j->C, j->ldc, j->bias, 0, j->M, n0, n1);
-  } else {
-    const float *A = j->ta ? j->A + i0 : j->A + i0 * j->lda;
-    fbx_cpu_sgemm(j->ta, j->tb, i1 - i0, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb, j->beta,
-                  j->C + i0 * j->ldc, j->ldc);
-    if (j->bias) fbx__sgemm_add_bias(j->C, j->ldc, j->bias, i0, i1, 0, j->N);
-  }
-}
-
-void fbx_cpu_sgemm_par(fbx_cpu_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                       float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                       float beta, float *C, int64_t ldc, const float *row_bias) {
-  if (M <= 0 || N <= 0) return;
-  int nt = c ? c->threads : 1;
-  double flops = 2.0 * (double)M * (double)N * (double)K;
-  if (nt <= 1 || flops < 2e6 || K <= 0) {
-    fbx_cpu_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    if (row_bias) fbx__sgemm_add_bias(C, ldc, row_bias, 0, M, 0, N);
-    return;
-  }
-  fbx__sgemm_job j = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb,
-                      .ldc = ldc, .alpha = alpha, .beta = beta, .A = A, .B = B, .C = C,
-                      .bias = row_bias};
-  /* few large blocks (each call packs the other operand again) */
-  int64_t nb = (N + 15) / 16;
-  j.by_cols = N >= M || M < 8 * nt;
-  int64_t items = j.by_cols ? nb : M;
-  int64_t grain = (items + 2 * nt - 1) / (2 * nt);
-  int64_t gmin = j.by_cols ? 4 : 16;
-  if (grain < gmin) grain = gmin;
-  fbx_cpu_par(c, items, grain, fbx__sgemm_task, &j);
+fbx_status *fbx_cpu_sgemm_par(fbx_cpu_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                              const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                              int64_t ldc, const float *row_bias) {
+  fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A,
+                         .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc, .row_bias = row_bias};
+  return fbx_cpu_gemm(c, &d);
 }
