@@ -20,7 +20,8 @@ static const char kUsage[] =
     "             made a graph output of a temporary copy of the model) and print the first\n"
     "             node, in graph order, whose output diverges: its op, the EP it ran on, the\n"
     "             kernel variant (from a FUSEBOX_TRACE of the run) and its inputs' errors.\n"
-    "             Exit 1 when a node diverges.\n"
+    "             Per value |a-b| <= atol*max(1, max|ref|) + rtol*|ref| (atol grows with the\n"
+    "             tensor's scale). Exit 1 when a node diverges.\n"
     "  --verbose  with --all-tensors: one line per compared value\n";
 
 typedef struct {
