@@ -16,6 +16,8 @@
 // Environment:
 //   FBX_FUZZ_CLASSES=nan,bigint,invalid,samepad  the mutation classes used (default: all; fz_gen.h)
 //   FBX_FUZZ_STRICT=1                     ORT-only failures are findings too
+//   FBX_FUZZ_VERBOSE=1                    print each input's graph before running it (to see
+//                                         what a sanitizer report was running)
 //   FBX_FUZZ_DUMP=DIR                     write each finding's model to DIR/finding.onnx
 //                                         (then: fusebox check --all-tensors DIR/finding.onnx)
 //   FUSEBOX_ORT_LIB / FUSEBOX_EP_LIB      as for every test (ort_host.h)
@@ -31,7 +33,7 @@
 
 static fbx_host *g_host;
 static unsigned g_classes = FZ_CLASS_ALL;
-static int g_strict;
+static int g_strict, g_verbose;
 static unsigned long g_ort_only_errors;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -54,6 +56,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     abort();
   }
   g_strict = getenv("FBX_FUZZ_STRICT") && getenv("FBX_FUZZ_STRICT")[0] == '1';
+  g_verbose = getenv("FBX_FUZZ_VERBOSE") && getenv("FBX_FUZZ_VERBOSE")[0] == '1';
   fprintf(stderr, "fuzz_model: ORT %s, Fusebox %s, classes%s%s%s%s%s\n", fbx_host_ort_version(g_host),
           fbx_host_ep_path(g_host), g_classes & FZ_CLASS_NAN ? " nan" : "", g_classes & FZ_CLASS_BIGINT ? " bigint" : "",
           g_classes & FZ_CLASS_INVALID ? " invalid" : "", g_classes & FZ_CLASS_SAMEPAD ? " samepad" : "",
@@ -194,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     model = m.bytes;
     n_model = m.n_bytes;
   }
+  if (g_verbose) fprintf(stderr, "fuzz_model: input:\n%s", m.desc);
   char path[64];
   int fd = model_fd(model, n_model, path, sizeof path);
   if (fd < 0) {
