@@ -3,13 +3,16 @@
 //
 // Input: first byte 'R' -> the rest is an ONNX model as is (the seed corpus of generated
 // models and ONNX backend test models; inputs are drawn for its declared inputs, dynamic dims
-// = 2); any other first byte -> the whole input is a graph description (fz_gen.c), so most
-// mutations still make a model both engines accept.
+// = 2), mutated mostly by fz_pbmut.c (one protobuf leaf at a time, framing kept); any other
+// first byte -> the whole input is a graph description (fz_gen.c), so most mutations still
+// make a model both engines accept.
 //
 // A finding (abort, so libFuzzer saves the input): a crash or sanitizer report anywhere in
 // Fusebox (libFuzzer/ASan see them), a hang (-timeout), Fusebox failing where ORT alone
 // succeeds (session or run), or both succeeding with outputs that differ beyond
-//   |a-b| <= 1e-3 * max(1, max|ref|) + 1e-3 * |ref|   (NaN == NaN, integers and bools exact).
+//   |a-b| <= 1e-3 * max(1, max|ref|) + 1e-3 * |ref|   (NaN == NaN, integers and bools exact;
+//   inf == NaN, and inf == a finite value of its sign above 1e37: the summation order decides
+//   an overflow's outcome).
 // ORT alone failing where Fusebox returns numbers is reported, not a finding (ORT's own
 // errors are not a specification), unless FBX_FUZZ_STRICT=1.
 //
@@ -30,6 +33,7 @@
 
 #include "common/ort_host.h"
 #include "fz_gen.h"
+#include "fz_pbmut.h"
 
 static fbx_host *g_host;
 static unsigned g_classes = FZ_CLASS_ALL;
@@ -122,7 +126,25 @@ static int raw_inputs(fbx_host_session *s, fbx_host_tensor *ins, size_t *n_ins, 
   return 0;
 }
 
-// Outputs agree? On a mismatch, a message into msg.
+// One element: NaN == NaN; inf == inf of the same sign; near overflow, where the summation
+// order decides the outcome (+inf + -inf in one order, +inf alone in another), also inf == NaN
+// and inf == a finite value of the same sign within 34x of FLT_MAX; else |a-b| <= atol + 1e-3 |b|.
+static int elem_bad(double a, double b, double atol) {
+  if (isnan(a) && isnan(b)) return 0;
+  if ((isnan(a) && isinf(b)) || (isinf(a) && isnan(b))) return 0;
+  if (isnan(a) || isnan(b)) return 1;
+  if (isinf(a) || isinf(b)) {
+    double fin = isinf(a) ? b : a, inf = isinf(a) ? a : b;
+    if (a == b) return 0;
+    return !(isfinite(fin) && fabs(fin) >= 1e37 && (fin > 0) == (inf > 0));
+  }
+  return fabs(a - b) > atol + 1e-3 * fabs(b);
+}
+
+static int is_float(int dt) { return dt == FBX_HOST_F32 || dt == FBX_HOST_F16 || dt == FBX_HOST_F64; }
+
+// Outputs agree? On a mismatch, a message into msg. Floats: elem_bad with
+// atol = 1e-3 * max(1, max|ref|); integers and bools exact.
 static int outputs_agree(const fbx_host_tensor *got, size_t n_got, const fbx_host_tensor *ref, size_t n_ref,
                          char *msg, size_t cap) {
   if (n_got != n_ref) {
@@ -130,35 +152,36 @@ static int outputs_agree(const fbx_host_tensor *got, size_t n_got, const fbx_hos
     return 0;
   }
   for (size_t i = 0; i < n_ref; i++) {
-    double scale = 1;
-    size_t n = fbx_host_tensor_numel(&ref[i]);
-    for (size_t k = 0; k < n && ref[i].dtype == FBX_HOST_F32; k++) {
-      double y = fabs(fbx_host_tensor_get(&ref[i], k));
-      if (isfinite(y) && y > scale) scale = y;
-    }
-    fbx_host_cmp r;
-    if (fbx_host_compare(&got[i], &ref[i], 1e-3, 1e-3 * scale, &r)) continue;
     char sa[128], sb[128];
-    if (r.shape_mismatch)
+    fbx_host_cmp r;
+    int same_shape = got[i].dtype == ref[i].dtype && got[i].rank == ref[i].rank;
+    for (int d = 0; same_shape && d < ref[i].rank; d++) same_shape = got[i].dims[d] == ref[i].dims[d];
+    if (!same_shape) {
       snprintf(msg, cap, "output %s: Fusebox %s[%s] vs ORT %s[%s]", ref[i].name, fbx_host_dtype_name(got[i].dtype),
                fbx_host_shape_str(got[i].rank, got[i].dims, sa, sizeof sa), fbx_host_dtype_name(ref[i].dtype),
                fbx_host_shape_str(ref[i].rank, ref[i].dims, sb, sizeof sb));
-    else {
-      size_t w = 0;  // the first bad element (NaN-aware), for the message
-      for (size_t k = 0; k < n; k++) {
-        double a = fbx_host_tensor_get(&got[i], k), b = fbx_host_tensor_get(&ref[i], k);
-        int bad = isnan(a) || isnan(b) ? isnan(a) != isnan(b)
-                  : isinf(a) || isinf(b) ? a != b
-                                         : fabs(a - b) > 1e-3 * scale + 1e-3 * fabs(b);
-        if (bad) {
-          w = k;
-          break;
-        }
-      }
-      snprintf(msg, cap, "output %s [%s]: %zu/%zu elements differ; at %zu Fusebox %.9g vs ORT %.9g (max_abs %.3g)",
-               ref[i].name, fbx_host_shape_str(ref[i].rank, ref[i].dims, sa, sizeof sa), r.n_bad, r.numel, w,
-               fbx_host_tensor_get(&got[i], w), fbx_host_tensor_get(&ref[i], w), r.max_abs);
+      return 0;
     }
+    size_t n = fbx_host_tensor_numel(&ref[i]), n_bad = 0, first = 0;
+    if (!is_float(ref[i].dtype)) {
+      if (fbx_host_compare(&got[i], &ref[i], 0, 0, &r)) continue;
+      n_bad = r.n_bad;
+      first = r.worst_index;
+    } else {
+      double scale = 1;
+      for (size_t k = 0; k < n; k++) {
+        double y = fabs(fbx_host_tensor_get(&ref[i], k));
+        if (isfinite(y) && y > scale) scale = y;
+      }
+      for (size_t k = 0; k < n; k++)
+        if (elem_bad(fbx_host_tensor_get(&got[i], k), fbx_host_tensor_get(&ref[i], k), 1e-3 * scale) &&
+            n_bad++ == 0)
+          first = k;
+      if (n_bad == 0) continue;
+    }
+    snprintf(msg, cap, "output %s [%s]: %zu/%zu elements differ; at %zu Fusebox %.9g vs ORT %.9g", ref[i].name,
+             fbx_host_shape_str(ref[i].rank, ref[i].dims, sa, sizeof sa), n_bad, n, first,
+             fbx_host_tensor_get(&got[i], first), fbx_host_tensor_get(&ref[i], first));
     return 0;
   }
   return 1;
@@ -177,6 +200,15 @@ static fbx_host_session *session(const char *path, int fusebox, char **err) {
   fbx_host_session *s = NULL;
   *err = fbx_host_session_create(g_host, path, &o, &s);
   return s;
+}
+
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+// Raw models ('R'): three mutations in four change one protobuf leaf in place (the model still
+// parses); the rest, and every graph description, take libFuzzer's own byte mutations.
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed) {
+  if (size > 1 && data[0] == 'R' && (seed & 3) != 0 && fz_pbmut(data + 1, size - 1, seed >> 2)) return size;
+  return LLVMFuzzerMutate(data, size, max_size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
