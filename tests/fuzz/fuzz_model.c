@@ -17,7 +17,7 @@
 // errors are not a specification), unless FBX_FUZZ_STRICT=1.
 //
 // Environment:
-//   FBX_FUZZ_CLASSES=nan,bigint,invalid,samepad  the mutation classes used (default: all; fz_gen.h)
+//   FBX_FUZZ_CLASSES=nan,bigint,invalid,samepad,empty  the mutation classes (default: all; fz_gen.h)
 //   FBX_FUZZ_STRICT=1                     ORT-only failures are findings too
 //   FBX_FUZZ_VERBOSE=1                    print each input's graph before running it (to see
 //                                         what a sanitizer report was running)
@@ -40,6 +40,11 @@ static unsigned g_classes = FZ_CLASS_ALL;
 static int g_strict, g_verbose;
 static unsigned long g_ort_only_errors;
 
+static void report_only_total(void) {
+  fprintf(stderr, "fuzz_model: report-only total: %lu input(s) where ORT alone failed and Fusebox returned numbers\n",
+          g_ort_only_errors);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
@@ -56,14 +61,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   const char *cls = getenv("FBX_FUZZ_CLASSES"), *bad;
   if (cls) g_classes = fz_classes_parse(cls, &bad);
   if (cls && bad) {
-    fprintf(stderr, "fuzz_model: unknown class in FBX_FUZZ_CLASSES=%s (nan, bigint, invalid, samepad, all)\n", cls);
+    fprintf(stderr, "fuzz_model: unknown class in FBX_FUZZ_CLASSES=%s (nan, bigint, invalid, samepad, empty, all)\n", cls);
     abort();
   }
   g_strict = getenv("FBX_FUZZ_STRICT") && getenv("FBX_FUZZ_STRICT")[0] == '1';
   g_verbose = getenv("FBX_FUZZ_VERBOSE") && getenv("FBX_FUZZ_VERBOSE")[0] == '1';
-  fprintf(stderr, "fuzz_model: ORT %s, Fusebox %s, classes%s%s%s%s%s\n", fbx_host_ort_version(g_host),
+  atexit(report_only_total);
+  fprintf(stderr, "fuzz_model: ORT %s, Fusebox %s, classes%s%s%s%s%s%s\n", fbx_host_ort_version(g_host),
           fbx_host_ep_path(g_host), g_classes & FZ_CLASS_NAN ? " nan" : "", g_classes & FZ_CLASS_BIGINT ? " bigint" : "",
           g_classes & FZ_CLASS_INVALID ? " invalid" : "", g_classes & FZ_CLASS_SAMEPAD ? " samepad" : "",
+          g_classes & FZ_CLASS_EMPTY ? " empty" : "",
           g_classes ? "" : " (none)");
   return 0;
 }

@@ -367,7 +367,7 @@ static void fz_shape_op(fz_gen *g) {
     }
   } else if (!strcmp(op, "ConstantOfShape")) {
     r = (int)fz_pick(g, 4);
-    for (int i = 0; i < r; i++) s[i] = d[i] = fz_int(g, 0, 4);
+    for (int i = 0; i < r; i++) s[i] = d[i] = fz_int(g, fz_has(g, FZ_CLASS_EMPTY) ? 0 : 1, 4);
     for (int i = 0; i < r; i++) known &= d[i] >= 0 && d[i] <= 4;
   } else {  // Tile: repeats per dim
     r = x->rank;
@@ -657,6 +657,10 @@ static void fz_misc(fz_gen *g) {
       if (!strcmp(mode, "reflect") && pads[i] >= dim && !fz_has(g, FZ_CLASS_INVALID)) pads[i] = dim - 1;
       if (pads[i] < -dim + 1 && pads[i] > -4) pads[i] = 0;
     }
+    for (int i = 0; i < x->rank && !fz_has(g, FZ_CLASS_EMPTY); i++) {  // no dim cropped to 0
+      if (x->d[i] + pads[i] + pads[i + x->rank] <= 0 && pads[i] < 0) pads[i] = 0;
+      if (x->d[i] + pads[i] + pads[i + x->rank] <= 0 && pads[i + x->rank] < 0) pads[i + x->rank] = 0;
+    }
     int known = 1;
     for (int i = 0; i < x->rank; i++) {
       d[i] = x->d[i] + pads[i] + pads[i + x->rank];
@@ -744,6 +748,7 @@ unsigned fz_classes_parse(const char *s, const char **bad) {
     else if (k == 6 && !strncmp(s, "bigint", 6)) c |= FZ_CLASS_BIGINT;
     else if (k == 7 && !strncmp(s, "invalid", 7)) c |= FZ_CLASS_INVALID;
     else if (k == 7 && !strncmp(s, "samepad", 7)) c |= FZ_CLASS_SAMEPAD;
+    else if (k == 5 && !strncmp(s, "empty", 5)) c |= FZ_CLASS_EMPTY;
     else if (k == 3 && !strncmp(s, "all", 3)) c |= FZ_CLASS_ALL;
     else if (k && bad && !*bad) *bad = s;
     s += k + (s[k] == ',');

@@ -13,6 +13,8 @@
 //   samepad  auto_pad SAME_UPPER/SAME_LOWER on ConvTranspose, or with a dilation > 1 on any op:
 //            where ORT's padding arithmetic and the spec's part ways (odd or negative total
 //            padding; ORT's pools leave the dilation out of SAME padding)
+//   empty    tensors with a 0 dim made by ConstantOfShape or Pad and fed to further ops (ORT
+//            1.30 itself crashes creating a session for some: a reflect Pad of an empty dim)
 #ifndef FBX_TESTS_FUZZ_FZ_GEN_H
 #define FBX_TESTS_FUZZ_FZ_GEN_H
 
@@ -21,7 +23,14 @@
 
 #include "common/ort_host.h"
 
-enum { FZ_CLASS_NAN = 1, FZ_CLASS_BIGINT = 2, FZ_CLASS_INVALID = 4, FZ_CLASS_SAMEPAD = 8, FZ_CLASS_ALL = 15 };
+enum {
+  FZ_CLASS_NAN = 1,
+  FZ_CLASS_BIGINT = 2,
+  FZ_CLASS_INVALID = 4,
+  FZ_CLASS_SAMEPAD = 8,
+  FZ_CLASS_EMPTY = 16,
+  FZ_CLASS_ALL = 31
+};
 
 #define FZ_MAX_INPUTS 2
 
@@ -38,7 +47,7 @@ typedef struct fz_model {
 int fz_model_gen(const uint8_t *data, size_t n, unsigned classes, fz_model *m);
 void fz_model_free(fz_model *m);
 
-// "nan,bigint,invalid,samepad" or "all" -> bits (unknown names ignored, reported in *bad when non-NULL).
+// "nan,bigint,invalid,samepad,empty" or "all" -> bits (unknown names ignored, reported in *bad when non-NULL).
 unsigned fz_classes_parse(const char *s, const char **bad);
 
 #endif  // FBX_TESTS_FUZZ_FZ_GEN_H
