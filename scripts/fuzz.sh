@@ -6,6 +6,7 @@
 # against ORT's CPU EP; see tests/fuzz/fuzz_model.c). The corpus is made here, fresh, from:
 #   - the generated models in models/gen (those under 1 MB), as raw models ('R' + bytes);
 #   - every 16th ONNX backend node test model (/usr/share/libonnx-testdata/data/node), raw;
+#   - the inputs of past findings (tests/fuzz/regress);
 #   - FBX_FUZZ_INPUTS (default 6000) graph descriptions of 16-256 bytes from a fixed-seed
 #     generator (FBX_FUZZ_SEED, default 1): the same inputs on every machine.
 # Without RUNS (make test): every corpus input is run once (-runs=0), so the verdict depends on
@@ -48,6 +49,8 @@ if [ -d "$NODE" ]; then
     [ $((i++ % 16)) -eq 0 ] && [ -f "$NODE/$d/model.onnx" ] && raw_seed "$NODE/$d/model.onnx" "node_$d"
   done
 fi
+# inputs of past findings, fixed since (tests/fuzz/regress: one file per finding, named for it)
+for f in "$ROOT"/tests/fuzz/regress/*; do [ -f "$f" ] && cp "$f" "$SEEDS/regress_$(basename "$f")"; done
 # graph descriptions from a fixed-seed generator (the same bytes on every machine)
 /usr/bin/python3 -c '
 import random, sys
