@@ -3,11 +3,12 @@
 
 BUILD     ?= build
 BUILD_SAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
 ORT_INC   := $(CURDIR)/.deps/ort129/include
 JOBS      ?= $(shell nproc)
 CMAKE_ARGS = -DFBX_ORT_INCLUDE=$(ORT_INC)
 
-.PHONY: all deps build build-asan demo test test-fast bench clean models
+.PHONY: all deps build build-asan build-fuzz fuzz demo test test-fast bench clean models
 
 all: build
 
@@ -24,6 +25,12 @@ build-asan: deps
 	@echo "[build] $(BUILD_SAN) (ASan+UBSan; log: $(BUILD_SAN)/build.log)"
 	@cmake --build $(BUILD_SAN) -j $(JOBS) >$(BUILD_SAN)/build.log 2>&1 || { tail -n 60 $(BUILD_SAN)/build.log; exit 1; }
 
+# clang, libFuzzer coverage + ASan+UBSan: the library and tests/fuzz/fuzz_*.c only.
+build-fuzz: deps
+	@CC=clang cmake -S . -B $(BUILD_FUZZ) $(CMAKE_ARGS) -DCMAKE_BUILD_TYPE=Debug -DFBX_FUZZ=ON >/dev/null
+	@echo "[build] $(BUILD_FUZZ) (clang, libFuzzer + ASan+UBSan; log: $(BUILD_FUZZ)/build.log)"
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS) >$(BUILD_FUZZ)/build.log 2>&1 || { tail -n 60 $(BUILD_FUZZ)/build.log; exit 1; }
+
 models: deps
 	@scripts/make_models.sh
 
@@ -32,11 +39,19 @@ demo: build models
 	@scripts/demo.sh $(BUILD)
 
 # The whole test suite, then once more under ASan+UBSan, then once more (release) on the
-# opaque test backend, whose buffers the host cannot read (the engine's device code paths).
-test: build build-asan models
+# opaque test backend, whose buffers the host cannot read (the engine's device code paths),
+# then the bounded fuzz run (fixed corpus, ASan+UBSan, halt on the first finding: scripts/fuzz.sh).
+test: build build-asan build-fuzz models
 	@scripts/run_tests.sh $(BUILD)
 	@FBX_SANITIZED=1 scripts/run_tests.sh $(BUILD_SAN)
 	@FUSEBOX_TEST_BACKEND=opaque scripts/run_tests.sh $(BUILD)
+	@echo "== fuzz: Fusebox vs ORT CPU on generated models (scripts/fuzz.sh) =="
+	@scripts/fuzz.sh $(BUILD_FUZZ)
+
+# A longer fuzz run: make fuzz FUZZ_RUNS=100000 [FBX_FUZZ_CLASSES=all FBX_FUZZ_KEEP=dir]
+FUZZ_RUNS ?= 50000
+fuzz: build-fuzz models
+	@scripts/fuzz.sh $(BUILD_FUZZ) $(FUZZ_RUNS)
 
 # One pass, no sanitizer build (for quick local iterations).
 test-fast: build models
@@ -48,4 +63,4 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)

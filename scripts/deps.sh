@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEPS=.deps
 
-APT_PKGS="python3-onnx python3-numpy libopenblas-dev libonnx-testdata libjansson-dev"
+# clang + libclang-rt-14-dev: the libFuzzer build (make build-fuzz, part of make test)
+APT_PKGS="python3-onnx python3-numpy libopenblas-dev libonnx-testdata libjansson-dev clang libclang-rt-14-dev"
 missing=""
 # tools: install the Debian package only when the command is absent (npm may come with nodejs)
 for t in cmake:cmake make:make gcc:gcc npm:npm; do

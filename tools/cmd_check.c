@@ -4,24 +4,38 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_check_all.h"
 #include "cmds.h"
 
 static const char kUsage[] =
     "usage: fusebox check MODEL [--input NAME=FILE.npy]... [--rtol R] [--atol A] [--iters N]\n"
+    "       fusebox check --all-tensors MODEL [--verbose] [--rtol R] [--atol A]\n"
     "  Runs the same inputs (random from --seed unless given) through a Fusebox session and a\n"
     "  plain ORT CPU session and prints max abs / max rel error per output. Exit 1 when any\n"
     "  element is beyond |a-b| <= atol + rtol*|b| (NaN == NaN; ints and bools exact).\n"
     "  --rtol R   relative tolerance (default 1e-3)\n"
     "  --atol A   absolute tolerance (default 1e-4)\n"
-    "  --iters N  run the Fusebox session N times on the same inputs, checking every run\n";
+    "  --iters N  run the Fusebox session N times on the same inputs, checking every run\n"
+    "  --all-tensors  compare every intermediate value of the main graph (each node output is\n"
+    "             made a graph output of a temporary copy of the model) and print the first\n"
+    "             node, in graph order, whose output diverges: its op, the EP it ran on, the\n"
+    "             kernel variant (from a FUSEBOX_TRACE of the run) and its inputs' errors.\n"
+    "             Per value |a-b| <= atol*max(1, max|ref|) + rtol*|ref| (atol grows with the\n"
+    "             tensor's scale). Exit 1 when a node diverges.\n"
+    "  --verbose  with --all-tensors: one line per compared value\n";
 
 typedef struct {
   double rtol, atol;
   long long iters;
+  int all_tensors, verbose;
 } check_opts;
 
 static int check_opt(void *ctx, const char *opt, const char *val) {
   check_opts *o = ctx;
+  if (strcmp(opt, "--all-tensors") == 0 || strcmp(opt, "--verbose") == 0) {
+    *(opt[2] == 'a' ? &o->all_tensors : &o->verbose) = 1;
+    return 1;
+  }
   double *dst = strcmp(opt, "--rtol") == 0 ? &o->rtol : strcmp(opt, "--atol") == 0 ? &o->atol : NULL;
   if (dst) {
     if (fbx_cli_parse_double(val, dst) != 0 || *dst < 0) {
@@ -51,10 +65,15 @@ static int check_run(fbx_cli *c, fbx_host_session *s, const char *what, fbx_host
 
 int fbx_cmd_check(int argc, char **argv) {
   fbx_cli c;
-  check_opts o = {1e-3, 1e-4, 1};
+  check_opts o = {1e-3, 1e-4, 1, 0, 0};
   int rc = fbx_cli_parse(&c, "fusebox check", argc, argv, kUsage, check_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
   if (fbx_cli_open(&c)) return 1;
+  if (o.all_tensors) {
+    rc = fbx_cmd_check_all_tensors(&c, o.rtol, o.atol, o.verbose);
+    fbx_cli_close(&c);
+    return rc;
+  }
   rc = 1;
   fbx_host_tensor *ins = NULL, *ref = NULL, *got = NULL;
   size_t n_in = 0, n_ref = 0, n_got = 0;

@@ -23,6 +23,22 @@ static fbx_status *fbx__gt_check_ind(const fbx_tensor *ind, const char *op) {
   return NULL;
 }
 
+/* GatherElements / ScatterElements walk `ind` and address data at the same position on every
+ * axis but `axis`: each of those index dims must fit data's (else the walk reads or writes past
+ * data), and ScatterElements' updates must have indices' shape (else it reads past updates). */
+static fbx_status *fbx__el_check_shapes(const fbx_tensor *x, const fbx_tensor *ind, const fbx_tensor *u, int axis,
+                                         const char *op) {
+  for (int d = 0; d < ind->rank; d++)
+    if (d != axis && ind->dims[d] > x->dims[d])
+      return FBX_ERR_ARG("%s: indices dim %d is %lld, data's is %lld", op, d, (long long)ind->dims[d],
+                         (long long)x->dims[d]);
+  if (!u) return NULL;
+  int same = u->rank == ind->rank;
+  for (int d = 0; same && d < ind->rank; d++) same = u->dims[d] == ind->dims[d];
+  if (!same) return FBX_ERR_ARG("%s: updates must have the shape of indices", op);
+  return NULL;
+}
+
 fbx_status *fbx_cpu_k_GATHER(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0], *ind = &in[1];
   FBX_TRY(fbx__gt_check_ind(ind, "GATHER"));
@@ -50,6 +66,7 @@ fbx_status *fbx_cpu_k_GATHER_ELEMENTS(FBX_CPU_KERNEL_ARGS) {
   FBX_TRY(fbx__gt_check_ind(ind, "GATHER_ELEMENTS"));
   int axis = node->params.axis.axis, r = x->rank;
   if (axis < 0 || axis >= r || ind->rank != r) return FBX_ERR_ARG("GATHER_ELEMENTS: axis/rank");
+  FBX_TRY(fbx__el_check_shapes(x, ind, NULL, axis, "GATHER_ELEMENTS"));
   int64_t xs[FBX_MAX_RANK], idx[FBX_MAX_RANK] = {0};
   fbx_cpu_strides(x, xs);
   int64_t n = fbx_cpu_numel(ind);
@@ -124,6 +141,7 @@ fbx_status *fbx_cpu_k_SCATTER_ELEMENTS(FBX_CPU_KERNEL_ARGS) {
   FBX_TRY(fbx__gt_check_ind(ind, "SCATTER_ELEMENTS"));
   int axis = node->params.scatter.axis, r = x->rank, red = node->params.scatter.reduction;
   if (axis < 0 || axis >= r || ind->rank != r) return FBX_ERR_ARG("SCATTER_ELEMENTS: axis/rank");
+  FBX_TRY(fbx__el_check_shapes(x, ind, u, axis, "SCATTER_ELEMENTS"));
   FBX_TRY(fbx__sc_copy_data(c, x, &out[0]));
   int64_t xs[FBX_MAX_RANK], idx[FBX_MAX_RANK] = {0};
   fbx_cpu_strides(x, xs);
@@ -154,6 +172,9 @@ fbx_status *fbx_cpu_k_SCATTER_ND(FBX_CPU_KERNEL_ARGS) {
   fbx_cpu_strides(x, xs);
   int64_t slice = 1, nt = k ? fbx_cpu_numel(ind) / k : 0;
   for (int d = (int)k; d < r; d++) slice *= x->dims[d];
+  /* updates: indices.shape[:-1] + data.shape[k:], read as nt slices of `slice` elements */
+  if (k > 0 && fbx_cpu_numel(u) != nt * slice) return FBX_ERR_ARG("SCATTER_ND: updates have %lld elements, want %lld",
+                                                        (long long)fbx_cpu_numel(u), (long long)(nt * slice));
   for (int64_t t = 0; t < nt; t++) {
     int64_t off = 0;
     for (int64_t j = 0; j < k; j++) {
