@@ -437,25 +437,17 @@ static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst)
   }
 }
 
-typedef struct fbx__mnb_gemm_job {
+typedef struct fbx__mnb_dequant_job {
   const fbx__mnb_state *s;
-  const float *a, *bias;
-  float *y, *wbuf; /* wbuf: per worker FBX__MNB_PANEL * kpad floats */
-  int64_t M;
-} fbx__mnb_gemm_job;
+  float *wbuf; /* (columns of this chunk, kpad): column n0 + i at wbuf + i * kpad */
+  int64_t n0;
+} fbx__mnb_dequant_job;
 
-static void fbx__mnb_gemm_panels(void *arg, int64_t p0, int64_t p1, int worker) {
-  const fbx__mnb_gemm_job *j = arg;
-  const fbx__mnb_state *s = j->s;
-  float *wb = j->wbuf + (size_t)worker * (size_t)(FBX__MNB_PANEL * s->kpad);
-  for (int64_t p = p0; p < p1; p++) {
-    int64_t n0 = p * FBX__MNB_PANEL, nn = s->N - n0 < FBX__MNB_PANEL ? s->N - n0 : FBX__MNB_PANEL;
-    for (int64_t n = 0; n < nn; n++) fbx__mnb_dequant_col(s, n0 + n, wb + n * s->kpad);
-    fbx_cpu_sgemm(false, true, j->M, nn, s->K, 1.0f, j->a, s->K, wb, s->kpad, 0.0f, j->y + n0, s->N);
-    if (j->bias)
-      for (int64_t m = 0; m < j->M; m++)
-        for (int64_t n = 0; n < nn; n++) j->y[m * s->N + n0 + n] += j->bias[n0 + n];
-  }
+/* Dequantises columns [n0 + i0, n0 + i1) of B into the chunk buffer. */
+static void fbx__mnb_dequant_cols(void *arg, int64_t i0, int64_t i1, int worker) {
+  (void)worker;
+  const fbx__mnb_dequant_job *j = arg;
+  for (int64_t i = i0; i < i1; i++) fbx__mnb_dequant_col(j->s, j->n0 + i, j->wbuf + i * j->s->kpad);
 }
 
 fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
@@ -475,13 +467,24 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   const int64_t M = s->K ? fbx_cpu_numel(A) / s->K : 0, kpad = s->kpad, kb = s->kb;
   info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
   if (!int8 && M >= FBX__MNB_GEMM_M) {
-    int64_t panels = (s->N + FBX__MNB_PANEL - 1) / FBX__MNB_PANEL, threads = c->threads > 0 ? c->threads : 1;
-    float *wbuf = fbx_cpu_scratch(c, (size_t)(threads * FBX__MNB_PANEL * kpad) * sizeof(float));
+    /* Chunks of 4 panels per thread: dequantised in parallel into one (chunk, kpad)
+     * buffer, then one blocked GEMM on the pool: y[:, n0:n0+nn] = A @ chunk^T (+ bias). */
+    const int64_t threads = c->threads > 0 ? c->threads : 1, chunk = FBX__MNB_PANEL * 4 * threads;
+    float *wbuf = fbx_cpu_scratch(c, (size_t)(chunk * kpad) * sizeof(float));
     if (!wbuf) return FBX_ERR_OOM();
-    fbx__mnb_gemm_job g = {.s = s, .a = A->data, .bias = bias, .y = out[0].data, .wbuf = wbuf, .M = M};
     info->variant = s->bits == 4 ? "mnb_int4_panel_sgemm" : "mnb_int8_panel_sgemm";
-    info->reason = "accuracy_level 0, M >= 8: 64-column panels dequantised once, OpenBLAS sgemm per panel";
-    fbx_cpu_par(c, panels, 1, fbx__mnb_gemm_panels, &g);
+    info->reason = "accuracy_level 0, M >= 8: column chunks dequantised once, blocked sgemm per chunk";
+    float *y = out[0].data;
+    for (int64_t n0 = 0; n0 < s->N; n0 += chunk) {
+      const int64_t nn = s->N - n0 < chunk ? s->N - n0 : chunk;
+      fbx__mnb_dequant_job dj = {.s = s, .wbuf = wbuf, .n0 = n0};
+      fbx_cpu_par(c, nn, 16, fbx__mnb_dequant_cols, &dj);
+      FBX_TRY(fbx_cpu_sgemm_par(c, false, true, M, nn, s->K, 1.0f, A->data, s->K, wbuf, kpad, 0.0f, y + n0, s->N,
+                                NULL));
+    }
+    if (bias)
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < s->N; n++) y[m * s->N + n] += bias[n];
     return NULL;
   }
   const int J = int8 && s->bits == 4 && s->ch == 32 ? (fbx__mnb_vnni_enabled() ? 4 : 2) : 0;
