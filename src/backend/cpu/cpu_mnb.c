@@ -142,8 +142,9 @@ static inline void fbx__mnb_u8x16_f32(__m128i q, __m256 *f0, __m256 *f1) {
 }
 #endif
 
-/* 16 consecutive values of block data w (4-bit chunks of s->ch, or 8-bit) starting at value k. */
-static inline void fbx__mnb_vals16(const fbx__mnb_state *s, const uint8_t *w, int64_t k, unsigned *q) {
+/* 16 consecutive values of block data w (4-bit chunks of s->ch, or 8-bit) starting at value k
+ * (unused on some ISA paths under clang). */
+__attribute__((unused)) static inline void fbx__mnb_vals16(const fbx__mnb_state *s, const uint8_t *w, int64_t k, unsigned *q) {
   for (int i = 0; i < 16; i++)
     q[i] = s->bits == 8 ? w[k + i] : fbx__mnb_chunk_q(w + (k / s->ch) * (s->ch / 2), s->ch, (int)(k % s->ch) + i);
 }

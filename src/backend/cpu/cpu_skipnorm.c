@@ -9,7 +9,12 @@
  *
  * The serial sums cost ~4 cycles per element (one dependent add chain):
  * about 1 us for a 896-wide row, small next to the GEMV that follows. */
-#pragma GCC optimize("fp-contract=off") /* no FMA: s*s is rounded before it is added, as in ORT */
+/* no FMA: s*s is rounded before it is added, as in ORT (gcc and clang spell it differently) */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#else
+#pragma GCC optimize("fp-contract=off")
+#endif
 
 #include <math.h>
 #include <string.h>
