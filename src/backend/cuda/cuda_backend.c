@@ -143,7 +143,7 @@ static fbx_status *fbx__cuda_copy(fbx_backend *be, void *dst, const void *src, s
                                   bool wait, const char *what) {
   if (!bytes || dst == src) return NULL;
   fbx_cuda_ctx *c = fbx__ctx(be);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
   fbx_status *st = fbx_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, c->stream), what);
   if (!st && wait) st = fbx_cuda_check(cudaStreamSynchronize(c->stream), what);
@@ -174,7 +174,7 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
   if ((unsigned)node->op >= FBX_IR_OP_COUNT) return FBX_ERR_ARG("device 'cuda': bad op %d", (int)node->op);
   char why[256];
   if (!fbx_cuda_supports(be, node, inputs, n_inputs, why, sizeof why)) return FBX_ERR_NOTIMPL("%s", why);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
   fbx_status *st = fbx_cuda_op(node->op)->run(c, node, inputs, n_inputs, outputs, n_outputs, info);
   pthread_mutex_unlock(&c->lock);
@@ -183,7 +183,7 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
 
 static fbx_status *fbx__cuda_synchronize(fbx_backend *be) {
   fbx_cuda_ctx *c = fbx__ctx(be);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
   fbx_status *st = fbx_cuda_check(cudaMemcpyAsync(c->err_host, c->err_flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream),
                                   "read error flag");
@@ -224,6 +224,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     cudaFree(c->err_flag);
     if (c->err_host) cudaFreeHost(c->err_host);
     if (c->stream) cudaStreamDestroy(c->stream);
+    pthread_cond_destroy(&c->capture_done);
     pthread_mutex_destroy(&c->lock);
     fbx_free(c);
   }
@@ -261,6 +262,10 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .destroy = fbx__cuda_destroy,
     .supports_epilogue = NULL,
     .supports = fbx__cuda_vt_supports,
+    .graph_begin = fbx_cuda_graph_begin,
+    .graph_end = fbx_cuda_graph_end,
+    .graph_launch = fbx_cuda_graph_launch,
+    .graph_destroy = fbx_cuda_graph_destroy,
 };
 
 static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out) {
@@ -286,6 +291,7 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
     return FBX_ERR_OOM();
   }
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->capture_done, NULL);
   be->vt = &fbx__cuda_vtable;
   be->ctx = c;
   c->device = opt->device_id;

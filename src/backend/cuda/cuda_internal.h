@@ -45,6 +45,9 @@ typedef struct fbx_cuda_ctx {
   size_t n_cached, cap_cached, cached_bytes;
   struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
   int n_gemm_plans, next_gemm_plan;
+  struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
+  pthread_t capturer;         /* the thread whose work the capture records */
+  pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -87,6 +90,19 @@ fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t byt
 fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
 /* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
 fbx_status *fbx_cuda_launched(int err, const char *op);
+
+/* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
+/* Takes c->lock, first waiting while another thread captures on the stream. */
+void fbx_cuda_lock(fbx_cuda_ctx *c);
+bool fbx_cuda_capturing(const fbx_cuda_ctx *c);
+/* Enqueue a host-to-device copy of host memory that may change or die after
+ * the call (parameter tables, host-computed outputs): during a capture the
+ * bytes are staged in pinned memory the graph owns. */
+fbx_status *fbx_cuda_upload_h2d(fbx_cuda_ctx *c, void *dst, const void *src, size_t bytes, const char *what);
+fbx_status *fbx_cuda_graph_begin(fbx_backend *be);
+fbx_status *fbx_cuda_graph_end(fbx_backend *be, fbx_backend_graph **out);
+fbx_status *fbx_cuda_graph_launch(fbx_backend *be, fbx_backend_graph *g);
+void fbx_cuda_graph_destroy(fbx_backend *be, fbx_backend_graph *g);
 
 /* ---- cuda_matmul.c: row-major, batched strided fp32 GEMM through cuBLASLt ----
  * C[b] (M x N, ldc) = alpha * op(A[b]) * op(B[b]) + beta * C[b]; op = transpose when t*.
