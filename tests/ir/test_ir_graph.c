@@ -22,9 +22,10 @@
 #include "backend/backend.h"
 #include "base/alloc.h"
 #include "common/check.h"
+#include "common/graph_kv.h"
 #include "ir/ir_compiled.h"
 
-enum { D = 8, MAXL = 64 };
+enum { D = FBX_TEST_KV_D, MAXL = 64 };
 static float W[D * D];
 
 typedef struct outs { float *buf[3]; size_t bytes[3]; } outs;
@@ -62,50 +63,6 @@ static fbx_tensor T3(int64_t a, int64_t b, int64_t c, float *data) {
       return;                                                   \
     }                                                           \
   } while (0)
-
-/* x (1, S, D), past (1, P, D); symbolic "seq"/"past_seq" when decoder, else fixed (S0, P0):
- *   kv = Concat(past, x; 1)                                              -> output 1
- *   r  = Reshape(kv, Concat([1], Gather(Shape(kv), [1]), [2], [D/2]))    -> output 2 (1, P+S, 2, D/2)
- *   y  = Tanh(Softmax(x @ W, 2) * 2)                                     -> output 0 */
-static fbx_ir_graph *build(bool decoder, int64_t S0, int64_t P0) {
-  fbx_ir_graph *g;
-  fbx_ir_graph_create(&g);
-  int x, past, w, i1, c1, c2, ch, two;
-  if (decoder) {
-    fbx_ir_graph_add_input(g, "x", FBX_DTYPE_F32, 3, (int64_t[]){1, -1, D}, (const char *[]){"batch", "seq", NULL}, &x);
-    fbx_ir_graph_add_input(g, "past", FBX_DTYPE_F32, 3, (int64_t[]){1, -1, D},
-                           (const char *[]){"batch", "past_seq", NULL}, &past);
-  } else {
-    fbx_ir_graph_add_input(g, "x", FBX_DTYPE_F32, 3, (int64_t[]){1, S0, D}, NULL, &x);
-    fbx_ir_graph_add_input(g, "past", FBX_DTYPE_F32, 3, (int64_t[]){1, P0, D}, NULL, &past);
-  }
-  fbx_ir_graph_add_const(g, "W", FBX_DTYPE_F32, 2, (int64_t[]){D, D}, W, &w);
-  fbx_ir_graph_add_const_i64s(g, (int64_t[]){1}, 1, &i1);
-  fbx_ir_graph_add_const_i64s(g, (int64_t[]){1}, 1, &c1);
-  fbx_ir_graph_add_const_i64s(g, (int64_t[]){2}, 1, &c2);
-  fbx_ir_graph_add_const_i64s(g, (int64_t[]){D / 2}, 1, &ch);
-  fbx_ir_graph_add_const_f32(g, 2.0f, &two);
-  fbx_ir_params a0, a1, a2, none;
-  memset(&a0, 0, sizeof a0);
-  memset(&none, 0, sizeof none);
-  a1 = a2 = a0;
-  a1.axis.axis = 1;
-  a2.axis.axis = 2;
-  int kv, s_kv, len, ns, r, q, sm, m, y;
-  fbx_ir_graph_emit(g, FBX_IR_OP_CONCAT, (int[]){past, x}, 2, &a1, FBX_DTYPE_F32, 3, "kv", "Concat", 0, &kv);
-  fbx_ir_graph_emit(g, FBX_IR_OP_SHAPE, (int[]){kv}, 1, &none, FBX_DTYPE_I64, 1, "shape_kv", "Shape", 1, &s_kv);
-  fbx_ir_graph_emit(g, FBX_IR_OP_GATHER, (int[]){s_kv, i1}, 2, &a0, FBX_DTYPE_I64, 1, "len", "Gather", 2, &len);
-  fbx_ir_graph_emit(g, FBX_IR_OP_CONCAT, (int[]){c1, len, c2, ch}, 4, &a0, FBX_DTYPE_I64, 1, "ns", "Concat", 3, &ns);
-  fbx_ir_graph_emit(g, FBX_IR_OP_RESHAPE, (int[]){kv, ns}, 2, &none, FBX_DTYPE_F32, 4, "r", "Reshape", 4, &r);
-  fbx_ir_graph_emit(g, FBX_IR_OP_MATMUL, (int[]){x, w}, 2, NULL, FBX_DTYPE_F32, 3, "q", "MatMul", 5, &q);
-  fbx_ir_graph_emit(g, FBX_IR_OP_SOFTMAX, (int[]){q}, 1, &a2, FBX_DTYPE_F32, 3, "sm", "Softmax", 6, &sm);
-  fbx_ir_graph_emit(g, FBX_IR_OP_MUL, (int[]){sm, two}, 2, NULL, FBX_DTYPE_F32, 3, "m", "Mul", 7, &m);
-  fbx_ir_graph_emit(g, FBX_IR_OP_TANH, (int[]){m}, 1, NULL, FBX_DTYPE_F32, 3, "y", "Tanh", 8, &y);
-  fbx_ir_graph_mark_output(g, y);
-  fbx_ir_graph_mark_output(g, kv);
-  fbx_ir_graph_mark_output(g, r);
-  return g;
-}
 
 static float X[MAXL * D], PAST[MAXL * D];
 
@@ -157,8 +114,8 @@ static void pair_free(pair *pp) {
 static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(build(false, 4, 5), opq, &oo, "static_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(build(false, 4, 5), cpu, &co, "static_cpu", &pp.ref));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
   fbx_status *st = NULL;
   for (int k = 0; k < 8; k++) {
     fill(k);
@@ -195,8 +152,8 @@ static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
 static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(build(true, 0, 0), opq, &oo, "dec_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(build(true, 0, 0), cpu, &co, "dec_cpu", &pp.ref));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
   fbx_status *st = NULL;
   fbx_ir_run_report r;
   int bad = 0;
@@ -233,8 +190,8 @@ static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
 static void test_read_back_never_captures(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(build(true, 0, 0), opq, &oo, "rb_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(build(true, 0, 0), cpu, &co, "rb_cpu", &pp.ref));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
   fbx_status *st = NULL;
   fbx_ir_run_report r;
   int bad = 0;
