@@ -164,7 +164,6 @@ static fbx_status *fbx__cuda_copy_device(fbx_backend *be, void *dst, const void 
 
 static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, void *state, const fbx_tensor *inputs,
                                       int n_inputs, fbx_tensor *outputs, int n_outputs, fbx_kernel_info *info) {
-  (void)state;
   fbx_cuda_ctx *c = fbx__ctx(be);
   fbx_kernel_info dummy;
   if (!info) info = &dummy;
@@ -176,7 +175,9 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
   if (!fbx_cuda_supports(be, node, inputs, n_inputs, why, sizeof why)) return FBX_ERR_NOTIMPL("%s", why);
   fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
+  c->mirror = state; /* node_prepare's state: host copies of constant shape data */
   fbx_status *st = fbx_cuda_op(node->op)->run(c, node, inputs, n_inputs, outputs, n_outputs, info);
+  c->mirror = NULL;
   pthread_mutex_unlock(&c->lock);
   return st;
 }
@@ -254,8 +255,8 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .copy_from_host = fbx__cuda_copy_from_host,
     .copy_to_host = fbx__cuda_copy_to_host,
     .copy_device = fbx__cuda_copy_device,
-    .node_prepare = NULL,
-    .node_release = NULL,
+    .node_prepare = fbx_cuda_node_prepare,
+    .node_release = fbx_cuda_node_release,
     .run_node = fbx__cuda_run_node,
     .synchronize = fbx__cuda_synchronize,
     .memory_in_use = fbx__cuda_memory_in_use,

@@ -45,6 +45,7 @@ typedef struct fbx_cuda_ctx {
   size_t n_cached, cap_cached, cached_bytes;
   struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
   int n_gemm_plans, next_gemm_plan;
+  const struct fbx_cuda_mirror *mirror; /* cuda_prepare.c: the running node's constant shape data (or NULL) */
   struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
   pthread_t capturer;         /* the thread whose work the capture records */
   pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
@@ -90,6 +91,14 @@ fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t byt
 fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
 /* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
 fbx_status *fbx_cuda_launched(int err, const char *op);
+
+/* ---- cuda_prepare.c: host mirrors of constant shape-data inputs ---- */
+typedef struct fbx_cuda_mirror fbx_cuda_mirror;
+fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                  const fbx_tensor *inputs, void **state);
+void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state);
+/* Copies t's host mirror into dst when t is a mirrored constant of bytes bytes. */
+bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes);
 
 /* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
 /* Takes c->lock, first waiting while another thread captures on the stream. */

@@ -46,6 +46,7 @@ fbx_status *fbx_cuda_read_small(fbx_cuda_ctx *c, const fbx_tensor *t, void *dst,
   size_t b = fbx_tensor_nbytes(t);
   if (b > cap) return FBX_ERR("device 'cuda': shape-data input of %zu bytes (at most %zu)", b, cap);
   if (!b) return NULL;
+  if (fbx_cuda_mirror_read(c->mirror, t, dst, b)) return NULL; /* a constant: no stream wait */
   if (fbx_cuda_capturing(c)) /* a host wait cannot be captured: the executor runs this plan live */
     return FBX_ERR("device 'cuda': a kernel reads shape data on the host: not capturable in a graph");
   FBX_TRY(fbx_cuda_check(cudaMemcpyAsync(dst, t->data, b, cudaMemcpyDeviceToHost, c->stream), "read shape data"));
