@@ -75,6 +75,9 @@ typedef struct fbx_buft_info {
 /* An event: a point in a backend's queue (opaque to everyone but the backend). */
 typedef struct fbx_backend_event fbx_backend_event;
 
+/* A recorded sequence of enqueued work (a CUDA graph), replayable as a whole. */
+typedef struct fbx_backend_graph fbx_backend_graph;
+
 typedef struct fbx_backend_vtable {
   const char *name;      /* "cpu", "cuda", "opaque": device name used in traces and decline reasons */
   bool host_visible;     /* DEVICE buffers are host memory: the executor may read/write them directly */
@@ -172,6 +175,25 @@ typedef struct fbx_backend_vtable {
    * every IR node is supported. */
   bool (*supports)(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                    const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap);
+
+  /* ---- optional: graphs (capture once, replay per run) ----
+   * Between graph_begin and graph_end, the work the calling thread enqueues
+   * (run_node, copy_device, copy_from_host_async) is recorded, not run, into
+   * a graph; graph_launch enqueues the recorded work again, with the same
+   * pointers and kernel parameters. Device buffers are addressed by the
+   * pointers they had at capture; host sources of copy_from_host_async are
+   * read again at each launch (their current contents), so the caller keeps
+   * them allocated while the graph lives. Nothing else may be called on the
+   * backend by the capturing thread between begin and end except buffer
+   * reads of shape, and no synchronising call (synchronize, copy_to_host):
+   * those make graph_end fail. graph_end always ends the capture: on error
+   * *out is NULL, nothing recorded ran, and the caller runs the work
+   * normally. The executor captures only what it proved identical over two
+   * runs (ir_exec.c). NULL members: no graphs (all four or none). */
+  fbx_status *(*graph_begin)(fbx_backend *be);
+  fbx_status *(*graph_end)(fbx_backend *be, fbx_backend_graph **out); /* *out owned by caller */
+  fbx_status *(*graph_launch)(fbx_backend *be, fbx_backend_graph *g);
+  void (*graph_destroy)(fbx_backend *be, fbx_backend_graph *g);       /* NULL g is fine */
 } fbx_backend_vtable;
 
 struct fbx_backend {
@@ -223,7 +245,10 @@ typedef struct fbx_opaque_stats {
   int64_t allocs, frees;          /* buffer_alloc / buffer_free calls */
   int64_t syncs;                  /* synchronize + event_synchronize + synchronous copy_to_host calls */
   int64_t h2d, d2h, d2d;          /* copies by direction (sync and async) */
-  int64_t launches;               /* run_node calls */
+  int64_t launches;               /* run_node calls (not counting graph replays) */
+  int64_t graph_captures;         /* graph_end calls that returned a graph */
+  int64_t graph_launches;         /* graph_launch calls */
+  int64_t replayed;               /* operations run by graph_launch */
 } fbx_opaque_stats;
 
 typedef struct fbx_opaque_options {

@@ -65,6 +65,8 @@ typedef struct fbx_ir_run_report {
                                  0 in the steady state; plan building on MISS is not counted */
   int64_t host_syncs;         /* times the host waited for the device: synchronize calls and
                                  shape-data read-backs; 1 per run when no read-back is needed */
+  int64_t graph_captures;     /* backend graphs captured by this run (0 or 1) */
+  int64_t graph_replays;      /* runs whose device work was a replay of a captured graph (0 or 1) */
   bool fell_back;             /* compile failed -> eager */
   char fallback_reason[160];
 } fbx_ir_run_report;

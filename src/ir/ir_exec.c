@@ -8,7 +8,26 @@
  * the others, inputs that device steps read are uploaded, shape-data steps
  * run on the host backend (ir_plan.c, fbx__ir_plan_host_steps), and outputs
  * are copied once through the backend. Every buffer is plan-owned and grows
- * geometrically: the steady state allocates nothing (counted per run). */
+ * geometrically: the steady state allocates nothing (counted per run).
+ *
+ * Graphs (backends with graph_begin, e.g. CUDA): every pass records a
+ * signature of the work it enqueues (per device step: node, state, every
+ * operand's pointer and shape; per upload of a host step: dst, src, size).
+ * When two consecutive runs have equal signatures, the next run first does
+ * a dry pass (shape inference, bindings and host steps, no device work) and,
+ * if its signature is still the same, captures the device work into a
+ * backend graph and launches it; later runs do the dry pass and, on a
+ * match, replay the graph. Input uploads come before the graph and output
+ * copies after it, outside it (ORT's buffers move between runs); host-step
+ * results are uploaded from plan-owned host buffers inside the graph, which
+ * re-reads them at each launch. Why compare instead of updating pointers:
+ * every kernel takes its shapes and pointers as launch parameters, so a
+ * changed shape is a different graph; the comparison proves the replayed
+ * work is exactly what a live run would enqueue. A decode plan whose past
+ * length grows every run therefore never captures (its signature changes
+ * every run) and pays nothing for it: the dry pass runs only once the plan
+ * was stable. A plan that needs a shape-data read-back, or whose capture
+ * failed, is never captured. */
 #include <stdio.h>
 #include <string.h>
 
@@ -56,6 +75,48 @@ static fbx_status *fbx__ir_sync(fbx__ir_plan *p) {
   p->run_syncs++;
   return fbx_backend_synchronize(p->be);
 }
+
+/* ---- launch signatures ---- */
+
+static fbx_status *fbx__ir_sig_put(fbx__ir_sig *s, int64_t w) {
+  if (s->n == s->cap) { /* grows during the first runs only */
+    int nc = s->cap ? s->cap * 2 : 256;
+    int64_t *nw = fbx_realloc(s->w, sizeof *nw * (size_t)nc);
+    if (!nw) return FBX_ERR_OOM();
+    s->w = nw;
+    s->cap = nc;
+  }
+  s->w[s->n++] = w;
+  return NULL;
+}
+
+static fbx_status *fbx__ir_sig_tensors(fbx__ir_sig *s, const fbx_tensor *t, int n) {
+  for (int i = 0; i < n; i++) {
+    FBX_TRY(fbx__ir_sig_put(s, (int64_t)(intptr_t)t[i].data));
+    FBX_TRY(fbx__ir_sig_put(s, ((int64_t)t[i].rank << 8) | (int64_t)t[i].dtype));
+    for (int d = 0; d < t[i].rank; d++) FBX_TRY(fbx__ir_sig_put(s, t[i].dims[d]));
+  }
+  return NULL;
+}
+
+static bool fbx__ir_sig_eq(const fbx__ir_sig *a, const fbx__ir_sig *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->w, b->w, sizeof(int64_t) * (size_t)a->n) == 0);
+}
+
+static fbx_status *fbx__ir_sig_copy(fbx__ir_sig *dst, const fbx__ir_sig *src) {
+  dst->n = 0;
+  for (int i = 0; i < src->n; i++) FBX_TRY(fbx__ir_sig_put(dst, src->w[i]));
+  return NULL;
+}
+
+static void fbx__ir_sig_swap(fbx__ir_sig *a, fbx__ir_sig *b) {
+  fbx__ir_sig t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Whether this pass records signatures (the backend can capture). */
+static bool fbx__ir_graphs(const fbx__ir_plan *p) { return p->be->vt->graph_begin && !p->graph_off; }
 
 /* The trace site of plan node nid (its constant span text, interned in the
  * session bound to this thread), made on the node's first traced run. */
@@ -112,6 +173,7 @@ static fbx_status *fbx__ir_read_back(fbx__ir_plan *p, int v) {
   size_t b = fbx__ir_tensor_bytes(t);
   FBX_TRY(fbx__ir_host_ensure(p, v, b));
   p->run_syncs++;
+  p->graph_off = true; /* device results the host needs: a replay could not provide them */
   if (b) FBX_TRY(p->be->vt->copy_to_host(p->be, p->host_ptr[v], t->data, b));
   p->hdata[v] = p->host_ptr[v];
   return NULL;
@@ -159,6 +221,13 @@ static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clo
     size_t b = fbx__ir_tensor_bytes(&out[o]);
     FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], b));
     p->rt[v].data = p->slot_ptr[s];
+    if (fbx__ir_graphs(p)) {
+      FBX_TRY(fbx__ir_sig_put(&p->sig, -1 - (int64_t)nid)); /* an upload, not a device step */
+      FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)p->slot_ptr[s]));
+      FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)out[o].data));
+      FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)b));
+    }
+    if (p->mode == FBX__IR_DRY) continue; /* the graph uploads the current host contents */
     FBX_TRY(fbx_backend_copy_from_host_async(p->be, p->slot_ptr[s], out[o].data, b));
   }
   return NULL;
@@ -210,6 +279,13 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
     p->rt[v] = out[o];
     if (p->hdata) p->hdata[v] = NULL; /* device result: no host copy (yet) */
   }
+  if (fbx__ir_graphs(p)) {
+    FBX_TRY(fbx__ir_sig_put(&p->sig, nid));
+    FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)p->states[nid]));
+    FBX_TRY(fbx__ir_sig_tensors(&p->sig, in, n->n_inputs));
+    FBX_TRY(fbx__ir_sig_tensors(&p->sig, out, n->n_outputs));
+  }
+  if (p->mode == FBX__IR_DRY) return NULL; /* replayed from the graph */
   fbx_kernel_info info = {0};
   if (clock) {
     fbx_status *st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);
@@ -272,6 +348,84 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
   return NULL;
 }
 
+/* One pass over the steps in the given mode (signature restarted). */
+static fbx_status *fbx__ir_pass(fbx__ir_plan *p, fbx__ir_mode mode, fbx_ir_output_fn output_fn, void *output_ctx,
+                                uint64_t *clock) {
+  p->mode = mode;
+  p->sig.n = 0;
+  fbx_status *st = NULL;
+  for (int s = 0; s < p->n_steps && !st; s++) st = fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, clock);
+  p->mode = FBX__IR_RUN;
+  return st;
+}
+
+/* Capture the device work of one pass into p->graph and launch it. On a
+ * failed capture the plan is marked graph_off and the pass runs live. */
+static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+  fbx_backend *be = p->be;
+  if (p->graph) be->vt->graph_destroy(be, p->graph);
+  p->graph = NULL;
+  fbx_status *st = be->vt->graph_begin(be);
+  if (!st) {
+    fbx_status *pass = fbx__ir_pass(p, FBX__IR_CAPTURE, output_fn, output_ctx, clock);
+    st = be->vt->graph_end(be, &p->graph); /* always ends the capture */
+    if (pass) {
+      fbx_status_free(st);
+      st = pass;
+    }
+  }
+  if (st || !p->graph) {
+    char why[200];
+    snprintf(why, sizeof why, "%s", st ? fbx_status_message(st) : "no graph");
+    fbx_status_free(st);
+    if (p->graph) be->vt->graph_destroy(be, p->graph);
+    p->graph = NULL;
+    p->graph_off = true;
+    if (fbx_trace_enabled()) {
+      fbx_trace_arg a[] = {FBX_TARG_S("reason", why), FBX_TARG_S("device", be->vt->name)};
+      fbx_trace_instant("fusebox.graph.capture_failed", "device", a, 2);
+    }
+    return fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock); /* reports a real error */
+  }
+  FBX_TRY(fbx__ir_sig_copy(&p->sig_graph, &p->sig));
+  p->run_captures++;
+  if (fbx_trace_enabled()) {
+    fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
+    fbx_trace_instant("fusebox.graph.capture", "device", a, 2);
+  }
+  return be->vt->graph_launch(be, p->graph);
+}
+
+/* The steps of one run: live, or (graph-capable backends) a dry pass then a
+ * replay or a capture, as the file comment says. */
+static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+  fbx_backend *be = p->be;
+  if (!fbx__ir_graphs(p)) return fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock);
+  if (p->graph || p->graph_stable) {
+    FBX_TRY(fbx__ir_pass(p, FBX__IR_DRY, output_fn, output_ctx, clock));
+    if (p->graph && fbx__ir_sig_eq(&p->sig, &p->sig_graph)) {
+      p->run_replays++;
+      if (fbx_trace_enabled()) {
+        fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
+        fbx_trace_instant("fusebox.graph.replay", "device", a, 2);
+      }
+      FBX_TRY(be->vt->graph_launch(be, p->graph));
+    } else if (!p->graph_off && fbx__ir_sig_eq(&p->sig, &p->sig_prev)) {
+      FBX_TRY(fbx__ir_capture(p, output_fn, output_ctx, clock));
+    } else { /* the work changed: back to live runs until it is stable again */
+      if (p->graph) be->vt->graph_destroy(be, p->graph);
+      p->graph = NULL;
+      p->graph_stable = false;
+      FBX_TRY(fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock));
+    }
+  } else {
+    FBX_TRY(fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock));
+    p->graph_stable = fbx__ir_sig_eq(&p->sig, &p->sig_prev);
+  }
+  fbx__ir_sig_swap(&p->sig, &p->sig_prev);
+  return NULL;
+}
+
 /* Steps, output copies and the run's one synchronisation (after the copies
  * when the outputs come from the device: they are part of what it waits for). */
 static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
@@ -282,8 +436,7 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   FBX_TRY(fbx__ir_bind_inputs(p, inputs, n_inputs, report));
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
   uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
-  for (int s = 0; s < p->n_steps; s++)
-    FBX_TRY(fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, tracing ? &clock : NULL));
+  FBX_TRY(fbx__ir_steps(p, output_fn, output_ctx, tracing ? &clock : NULL));
   if (be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) {
@@ -309,13 +462,15 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
 
 fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
-  p->run_allocs = p->run_syncs = 0;
+  p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = 0;
   fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
   /* an error mid-run may leave work queued that reads our buffers: drain it */
   if (st && !p->be->vt->host_visible) fbx_status_free(fbx__ir_sync(p));
   if (report) {
     report->allocs += p->run_allocs;
     report->host_syncs += p->run_syncs;
+    report->graph_captures += p->run_captures;
+    report->graph_replays += p->run_replays;
   }
   return st;
 }

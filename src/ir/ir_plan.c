@@ -50,6 +50,10 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
       if (p->in_buf[i]) be->vt->buffer_free(be, p->in_buf[i]);
   if (p->host_ptr)
     for (int v = 0; v < p->g->n_values; v++) fbx_free_aligned(p->host_ptr[v]);
+  if (p->graph) be->vt->graph_destroy(be, p->graph);
+  fbx_free(p->sig.w);
+  fbx_free(p->sig_prev.w);
+  fbx_free(p->sig_graph.w);
   fbx_free(p->steps);
   fbx_free(p->states);
   fbx_free(p->prepared);

@@ -19,6 +19,20 @@ typedef struct fbx__ir_plan_opts {
   bool reuse_slots;   /* liveness-based slot sharing (false: one slot per value) */
 } fbx__ir_plan_opts;
 
+/* A run's launch signature (ir_exec.c): what a device step and an upload
+ * were given (node, state, data pointers, shapes; upload dst/src/bytes), one
+ * word each. Two runs with equal signatures enqueue identical work. */
+typedef struct fbx__ir_sig {
+  int64_t *w;
+  int n, cap;
+} fbx__ir_sig;
+
+typedef enum fbx__ir_mode {
+  FBX__IR_RUN,      /* enqueue every step */
+  FBX__IR_DRY,      /* shapes, bindings, host steps and the signature only: the device work is replayed */
+  FBX__IR_CAPTURE,  /* enqueue every step into a backend graph (graph_begin .. graph_end) */
+} fbx__ir_mode;
+
 typedef struct fbx__ir_plan {
   fbx_ir_graph *g;        /* plan graph: a shallow clone after passes, or the borrowed original */
   bool owns_graph;
@@ -46,6 +60,13 @@ typedef struct fbx__ir_plan {
                                           host-step outputs, read-backs), or NULL */
   void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
   int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
+  /* Graphs (backends with graph_begin; see ir_exec.c): */
+  fbx__ir_mode mode;                   /* of the pass in progress */
+  fbx__ir_sig sig, sig_prev, sig_graph;/* this pass, the previous run, the captured graph */
+  fbx_backend_graph *graph;            /* the captured device work, or NULL */
+  bool graph_stable;                   /* the last two runs had equal signatures: capture next */
+  bool graph_off;                      /* this plan cannot be captured (read-backs, or a capture failed) */
+  int64_t run_captures, run_replays;   /* this run's graph counters */
   /* cache bookkeeping (ir_compiled.c) */
   fbx_ir_path path;
   char key[256];

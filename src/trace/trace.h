@@ -143,6 +143,10 @@ void fbx_trace_session_unclaimed(fbx_trace_session *s, const char *domain, const
                                  const char *node_name, const char *reason);
 /* One Compute: path name ("decode"...), cache event ("HIT"/"MISS"/"RETRACE"/"" for eager). */
 void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const char *cache);
+/* One Compute's device counters (fbx_ir_run_report): buffers the run
+ * allocated, host synchronisations, backend graphs captured and replayed. */
+void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs, int64_t host_syncs, int64_t captures,
+                              int64_t replays);
 /* Memory movement. */
 void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);       /* zero-copy */
 void fbx_trace_session_copy_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);  /* constants */
@@ -210,6 +214,10 @@ static inline void fbx_trace_session_unclaimed(fbx_trace_session *s, const char 
 }
 static inline void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const char *cache) {
   (void)s; (void)path; (void)cache;
+}
+static inline void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs, int64_t host_syncs,
+                                            int64_t captures, int64_t replays) {
+  (void)s; (void)allocs; (void)host_syncs; (void)captures; (void)replays;
 }
 static inline void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes) {
   (void)s; (void)count; (void)bytes;

@@ -51,6 +51,8 @@ struct fbx_trace_session {
   int n_unclaimed, cap_unclaimed;
   /* compute */
   int64_t paths[PATH_N], caches[CACHE_N];
+  /* device counters of the runs (fbx_trace_session_device) */
+  int64_t dev_runs, dev_allocs, dev_alloc_runs, dev_syncs, dev_max_syncs, graph_captures, graph_replays;
   /* memory */
   int64_t wrap_n, wrap_bytes, cwrap_n, cwrap_bytes;
   int64_t delta_n, delta_bytes, full_n, full_bytes;
@@ -171,6 +173,20 @@ void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const cha
   pthread_mutex_lock(&s->mu);
   s->paths[p]++;
   if (c >= 0) s->caches[c]++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs, int64_t host_syncs, int64_t captures,
+                              int64_t replays) {
+  if (__builtin_expect(!s, 1)) return;
+  pthread_mutex_lock(&s->mu);
+  s->dev_runs++;
+  s->dev_allocs += allocs;
+  s->dev_alloc_runs += allocs > 0;
+  s->dev_syncs += host_syncs;
+  if (host_syncs > s->dev_max_syncs) s->dev_max_syncs = host_syncs;
+  s->graph_captures += captures;
+  s->graph_replays += replays;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -403,6 +419,15 @@ static void summary_text(fbx_trace_session *s, fbx__sbuf *o, op_entry **top_out,
   fbx__sbuf_puts(o, line);
   if (s->paths[PATH_OTHER]) {
     snprintf(line, sizeof line, "           other paths: %lld\n", (long long)s->paths[PATH_OTHER]);
+    fbx__sbuf_puts(o, line);
+  }
+  if (s->dev_runs) { /* "allocs in 1 of N runs": only the first run allocated (the steady state allocates nothing) */
+    snprintf(line, sizeof line,
+             "           (graph: %lld capture / %lld replay; %lld allocs in %lld of %lld runs; %lld host syncs, "
+             "at most %lld per run)\n",
+             (long long)s->graph_captures, (long long)s->graph_replays, (long long)s->dev_allocs,
+             (long long)s->dev_alloc_runs, (long long)s->dev_runs, (long long)s->dev_syncs,
+             (long long)s->dev_max_syncs);
     fbx__sbuf_puts(o, line);
   }
   fmt_bytes(b1, sizeof b1, s->wrap_bytes);

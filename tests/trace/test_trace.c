@@ -189,6 +189,8 @@ static int child_summary(void) {
     snprintf(nm, sizeof nm, "fusebox.compute[%s]", paths[i]);
     fbx_trace_instant(nm, "ep", a, 2);
     fbx_trace_session_compute(s, paths[i], caches[i]);
+    /* device counters: run 0 allocates 7 buffers, run 2 captures, runs 3-4 replay */
+    fbx_trace_session_device(s, i == 0 ? 7 : 0, i == 1 ? 2 : 1, i == 2, i > 2);
   }
   fbx_trace_session_wrap(s, 3, 3 << 20);
   fbx_trace_session_copy_wrap(s, 2, 1000);
@@ -659,6 +661,7 @@ static int t_summary(void) {
   CHECK(strstr(s, "- Loop x4: control flow [l0, l1, l2, ...]"));
   CHECK(strstr(s, "- com.microsoft.SkipLayerNormalization x1: contrib op [sln0]"));
   CHECK(strstr(s, "compute: decode=3 prefill=1 general=0 eager=1  (cache: 2 HIT / 2 MISS / 0 RETRACE)"));
+  CHECK(strstr(s, "(graph: 1 capture / 2 replay; 7 allocs in 1 of 5 runs; 6 host syncs, at most 2 per run)"));
   CHECK(strstr(s, "zero-copy wrap 3 (3.00 MiB)"));
   CHECK(strstr(s, "copy-out delta 2 (128 B) vs full 1 (4.00 KiB)"));
   CHECK(strstr(s, "eval=3.0us (2 calls)"));

@@ -14,7 +14,15 @@
  * Work runs synchronously, but device-to-host async copies are deferred to
  * the next operation that touches the queue (in-order semantics are kept)
  * and their host destination is poisoned until then, so a caller that reads
- * an output before synchronize() reads garbage and a test sees it. */
+ * an output before synchronize() reads garbage and a test sees it.
+ *
+ * Graphs: between graph_begin and graph_end, the capturing thread's
+ * run_node, copy_device and copy_from_host_async calls are recorded (node,
+ * state, tensors with their handles; host source pointer and size) instead
+ * of run, and graph_launch runs the list again: what a CUDA stream capture
+ * does, with the same traps (a host source is re-read at launch; a sync
+ * call during capture fails the capture), so the executor's capture logic
+ * is tested without a GPU. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +39,25 @@ typedef struct fbx__opq_copy {
   size_t bytes;
 } fbx__opq_copy;
 
+typedef enum { FBX__OPQ_RUN, FBX__OPQ_H2D, FBX__OPQ_D2D } fbx__opq_op_kind;
+
+/* One recorded operation. */
+typedef struct fbx__opq_op {
+  fbx__opq_op_kind kind;
+  const fbx_ir_node *node;     /* RUN: the plan's node (outlives the graph: the plan owns both) */
+  void *state;
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS]; /* RUN: handles as given */
+  int n_in, n_out;
+  void *dst;                   /* H2D/D2D: device handle */
+  const void *src;             /* H2D: host pointer (re-read at launch); D2D: handle */
+  size_t bytes;
+} fbx__opq_op;
+
+struct fbx_backend_graph {
+  fbx__opq_op *ops;
+  int n_ops, cap_ops;
+};
+
 typedef struct fbx__opq_ctx {
   pthread_mutex_t mu;          /* one queue shared by the session's subgraphs: every member runs under it */
   fbx_backend *cpu;            /* owned: the kernels, buffers and memory accounting */
@@ -38,6 +65,9 @@ typedef struct fbx__opq_ctx {
   int decline_op;
   fbx__opq_copy *pending;      /* deferred device-to-host copies, in enqueue order */
   int n_pending, cap_pending;
+  fbx_backend_graph *capture;  /* the graph being recorded, or NULL */
+  pthread_t capturer;          /* the thread whose work is recorded */
+  bool capture_failed;         /* a call not allowed during capture was made */
 } fbx__opq_ctx;
 
 struct fbx_backend_event {
@@ -53,6 +83,32 @@ static void *fbx__opq_addr(const void *h) { return (void *)((uintptr_t)h ^ FBX__
 static void fbx__opq_flush(fbx__opq_ctx *c) {
   for (int i = 0; i < c->n_pending; i++) memcpy(c->pending[i].dst, c->pending[i].src, c->pending[i].bytes);
   c->n_pending = 0;
+}
+
+/* Whether the calling thread's work is being recorded. */
+static bool fbx__opq_recording(const fbx__opq_ctx *c) {
+  return c->capture && pthread_equal(c->capturer, pthread_self());
+}
+
+/* A synchronising call on the capturing thread: the capture will fail (as on CUDA). */
+static void fbx__opq_sync_point(fbx__opq_ctx *c) {
+  if (fbx__opq_recording(c)) c->capture_failed = true;
+}
+
+static fbx_status *fbx__opq_record(fbx__opq_ctx *c, const fbx__opq_op *op) {
+  fbx_backend_graph *g = c->capture;
+  if (g->n_ops == g->cap_ops) {
+    int nc = g->cap_ops ? g->cap_ops * 2 : 32;
+    fbx__opq_op *np = fbx_realloc(g->ops, sizeof *np * (size_t)nc);
+    if (!np) {
+      c->capture_failed = true;
+      return FBX_ERR_OOM();
+    }
+    g->ops = np;
+    g->cap_ops = nc;
+  }
+  g->ops[g->n_ops++] = *op;
+  return NULL;
 }
 
 static fbx_status *fbx__opq_buffer_alloc_u(fbx_backend *be, size_t bytes, void **out) {
@@ -85,6 +141,7 @@ static fbx_status *fbx__opq_from_host_u(fbx_backend *be, void *dst, const void *
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(dst, src, "copy_from_host"));
+  fbx__opq_sync_point(c);
   fbx__opq_flush(c);
   c->st.h2d++;
   memcpy(fbx__opq_addr(dst), src, bytes);
@@ -95,6 +152,7 @@ static fbx_status *fbx__opq_to_host_u(fbx_backend *be, void *dst, const void *sr
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(src, dst, "copy_to_host"));
+  fbx__opq_sync_point(c);
   fbx__opq_flush(c);
   c->st.d2h++;
   c->st.syncs++; /* a synchronous read-back waits for the queue */
@@ -106,6 +164,7 @@ static fbx_status *fbx__opq_to_host_async_u(fbx_backend *be, void *dst, const vo
   fbx__opq_ctx *c = fbx__opq(be);
   if (!bytes) return NULL;
   FBX_TRY(fbx__opq_check(src, dst, "copy_to_host_async"));
+  fbx__opq_sync_point(c); /* not recorded: the executor copies outputs after the graph */
   if (c->n_pending == c->cap_pending) {
     int nc = c->cap_pending ? c->cap_pending * 2 : 16;
     fbx__opq_copy *np = fbx_realloc(c->pending, sizeof *np * (size_t)nc);
@@ -124,6 +183,8 @@ static fbx_status *fbx__opq_copy_device_u(fbx_backend *be, void *dst, const void
   if (!bytes) return NULL;
   if (!fbx__opq_is_handle(dst) || !fbx__opq_is_handle(src))
     return FBX_ERR("opaque: copy_device: %p -> %p is not device-to-device", src, dst);
+  if (fbx__opq_recording(c))
+    return fbx__opq_record(c, &(fbx__opq_op){.kind = FBX__OPQ_D2D, .dst = dst, .src = src, .bytes = bytes});
   fbx__opq_flush(c);
   c->st.d2d++;
   memmove(fbx__opq_addr(dst), fbx__opq_addr(src), bytes);
@@ -153,6 +214,13 @@ static fbx_status *fbx__opq_run_node_u(fbx_backend *be, const fbx_ir_node *node,
     return FBX_ERR_ARG("opaque: %d inputs / %d outputs", n_inputs, n_outputs);
   FBX_TRY(fbx__opq_unwrap(node, "input", inputs, n_inputs, in));
   FBX_TRY(fbx__opq_unwrap(node, "output", outputs, n_outputs, out));
+  if (fbx__opq_recording(c)) {
+    if (info) *info = (fbx_kernel_info){.variant = "captured", .reason = "recorded into a graph"};
+    fbx__opq_op op = {.kind = FBX__OPQ_RUN, .node = node, .state = state, .n_in = n_inputs, .n_out = n_outputs};
+    memcpy(op.in, inputs, sizeof(fbx_tensor) * (size_t)n_inputs);
+    memcpy(op.out, outputs, sizeof(fbx_tensor) * (size_t)n_outputs);
+    return fbx__opq_record(c, &op);
+  }
   fbx__opq_flush(c);
   c->st.launches++;
   return c->cpu->vt->run_node(c->cpu, node, state, in, n_inputs, out, n_outputs, info);
@@ -177,8 +245,77 @@ static void fbx__opq_node_release(fbx_backend *be, const fbx_ir_node *node, void
   if (c->cpu->vt->node_release) c->cpu->vt->node_release(c->cpu, node, state);
 }
 
+/* copy_from_host_async: done on return (allowed: the host may reuse src at
+ * once), or recorded with its host source during a capture. */
+static fbx_status *fbx__opq_from_host_async_u(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (!bytes) return NULL;
+  FBX_TRY(fbx__opq_check(dst, src, "copy_from_host_async"));
+  if (fbx__opq_recording(c))
+    return fbx__opq_record(c, &(fbx__opq_op){.kind = FBX__OPQ_H2D, .dst = dst, .src = src, .bytes = bytes});
+  fbx__opq_flush(c);
+  c->st.h2d++;
+  memcpy(fbx__opq_addr(dst), src, bytes);
+  return NULL;
+}
+
+static fbx_status *fbx__opq_graph_begin_u(fbx_backend *be) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (c->capture) return FBX_ERR("opaque: graph_begin: a capture is already in progress");
+  if (!(c->capture = fbx_calloc(1, sizeof *c->capture))) return FBX_ERR_OOM();
+  c->capturer = pthread_self();
+  c->capture_failed = false;
+  return NULL;
+}
+
+static void fbx__opq_graph_destroy(fbx_backend *be, fbx_backend_graph *g) {
+  (void)be;
+  if (!g) return;
+  fbx_free(g->ops);
+  fbx_free(g);
+}
+
+static fbx_status *fbx__opq_graph_end_u(fbx_backend *be, fbx_backend_graph **out) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  *out = NULL;
+  if (!fbx__opq_recording(c)) return FBX_ERR("opaque: graph_end without graph_begin on this thread");
+  fbx_backend_graph *g = c->capture;
+  c->capture = NULL;
+  if (c->capture_failed) {
+    fbx__opq_graph_destroy(be, g);
+    return FBX_ERR("opaque: capture failed: a synchronising call was made while recording");
+  }
+  c->st.graph_captures++;
+  *out = g;
+  return NULL;
+}
+
+/* Runs the recorded list in order, as the live calls would have. */
+static fbx_status *fbx__opq_graph_launch_u(fbx_backend *be, fbx_backend_graph *g) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (fbx__opq_recording(c)) return FBX_ERR("opaque: graph_launch during a capture");
+  fbx__opq_flush(c);
+  c->st.graph_launches++;
+  for (int i = 0; i < g->n_ops; i++) {
+    const fbx__opq_op *op = &g->ops[i];
+    c->st.replayed++;
+    if (op->kind == FBX__OPQ_H2D) {
+      memcpy(fbx__opq_addr(op->dst), op->src, op->bytes);
+    } else if (op->kind == FBX__OPQ_D2D) {
+      memmove(fbx__opq_addr(op->dst), fbx__opq_addr(op->src), op->bytes);
+    } else {
+      fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+      FBX_TRY(fbx__opq_unwrap(op->node, "input", op->in, op->n_in, in));
+      FBX_TRY(fbx__opq_unwrap(op->node, "output", op->out, op->n_out, out));
+      FBX_TRY(c->cpu->vt->run_node(c->cpu, op->node, op->state, in, op->n_in, out, op->n_out, NULL));
+    }
+  }
+  return NULL;
+}
+
 static fbx_status *fbx__opq_synchronize_u(fbx_backend *be) {
   fbx__opq_ctx *c = fbx__opq(be);
+  fbx__opq_sync_point(c);
   fbx__opq_flush(c);
   c->st.syncs++;
   return NULL;
@@ -253,6 +390,17 @@ static fbx_status *fbx__opq_event_record(fbx_backend *be, fbx_backend_event *ev)
   FBX__OPQ_LOCKED(be, fbx__opq_event_record_u(be, ev));
 }
 
+static fbx_status *fbx__opq_from_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  FBX__OPQ_LOCKED(be, fbx__opq_from_host_async_u(be, dst, src, bytes));
+}
+static fbx_status *fbx__opq_graph_begin(fbx_backend *be) { FBX__OPQ_LOCKED(be, fbx__opq_graph_begin_u(be)); }
+static fbx_status *fbx__opq_graph_end(fbx_backend *be, fbx_backend_graph **out) {
+  FBX__OPQ_LOCKED(be, fbx__opq_graph_end_u(be, out));
+}
+static fbx_status *fbx__opq_graph_launch(fbx_backend *be, fbx_backend_graph *g) {
+  FBX__OPQ_LOCKED(be, fbx__opq_graph_launch_u(be, g));
+}
+
 static fbx_status *fbx__opq_event_wait(fbx_backend *be, fbx_backend_event *ev) {
   (void)be, (void)ev; /* one in-order queue: later work already follows the event */
   return NULL;
@@ -275,6 +423,7 @@ static void fbx__opq_destroy(fbx_backend *be) {
   if (!be) return;
   fbx__opq_ctx *c = fbx__opq(be);
   if (c) {
+    fbx__opq_graph_destroy(be, c->capture);
     fbx_backend_destroy(c->cpu);
     pthread_mutex_destroy(&c->mu);
     fbx_free(c->pending);
@@ -300,7 +449,7 @@ static const fbx_backend_vtable fbx__opq_vtable = {
     .supports_epilogue = fbx__opq_supports_epilogue,
     .buft = {[FBX_BUFT_DEVICE] = {64, false}, [FBX_BUFT_HOST_PINNED] = {64, true}, [FBX_BUFT_HOST] = {64, true}},
     .mem_info = fbx__opq_mem_info,
-    .copy_from_host_async = fbx__opq_from_host, /* done on return (allowed): the host may reuse src at once */
+    .copy_from_host_async = fbx__opq_from_host_async,
     .copy_to_host_async = fbx__opq_to_host_async,
     .event_create = fbx__opq_event_create,
     .event_destroy = fbx__opq_event_destroy,
@@ -308,6 +457,10 @@ static const fbx_backend_vtable fbx__opq_vtable = {
     .event_wait = fbx__opq_event_wait,
     .event_synchronize = fbx__opq_event_synchronize,
     .supports = fbx__opq_supports,
+    .graph_begin = fbx__opq_graph_begin,
+    .graph_end = fbx__opq_graph_end,
+    .graph_launch = fbx__opq_graph_launch,
+    .graph_destroy = fbx__opq_graph_destroy,
 };
 
 fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend **out) {

@@ -143,7 +143,7 @@ static fbx_status *fbx__cuda_copy(fbx_backend *be, void *dst, const void *src, s
                                   bool wait, const char *what) {
   if (!bytes || dst == src) return NULL;
   fbx_cuda_ctx *c = fbx__ctx(be);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
   fbx_status *st = fbx_cuda_check(cudaMemcpyAsync(dst, src, bytes, kind, c->stream), what);
   if (!st && wait) st = fbx_cuda_check(cudaStreamSynchronize(c->stream), what);
@@ -164,7 +164,6 @@ static fbx_status *fbx__cuda_copy_device(fbx_backend *be, void *dst, const void 
 
 static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, void *state, const fbx_tensor *inputs,
                                       int n_inputs, fbx_tensor *outputs, int n_outputs, fbx_kernel_info *info) {
-  (void)state;
   fbx_cuda_ctx *c = fbx__ctx(be);
   fbx_kernel_info dummy;
   if (!info) info = &dummy;
@@ -174,16 +173,18 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
   if ((unsigned)node->op >= FBX_IR_OP_COUNT) return FBX_ERR_ARG("device 'cuda': bad op %d", (int)node->op);
   char why[256];
   if (!fbx_cuda_supports(be, node, inputs, n_inputs, why, sizeof why)) return FBX_ERR_NOTIMPL("%s", why);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
+  c->mirror = state; /* node_prepare's state: host copies of constant shape data */
   fbx_status *st = fbx_cuda_op(node->op)->run(c, node, inputs, n_inputs, outputs, n_outputs, info);
+  c->mirror = NULL;
   pthread_mutex_unlock(&c->lock);
   return st;
 }
 
 static fbx_status *fbx__cuda_synchronize(fbx_backend *be) {
   fbx_cuda_ctx *c = fbx__ctx(be);
-  pthread_mutex_lock(&c->lock);
+  fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
   fbx_status *st = fbx_cuda_check(cudaMemcpyAsync(c->err_host, c->err_flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream),
                                   "read error flag");
@@ -224,6 +225,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     cudaFree(c->err_flag);
     if (c->err_host) cudaFreeHost(c->err_host);
     if (c->stream) cudaStreamDestroy(c->stream);
+    pthread_cond_destroy(&c->capture_done);
     pthread_mutex_destroy(&c->lock);
     fbx_free(c);
   }
@@ -253,14 +255,18 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .copy_from_host = fbx__cuda_copy_from_host,
     .copy_to_host = fbx__cuda_copy_to_host,
     .copy_device = fbx__cuda_copy_device,
-    .node_prepare = NULL,
-    .node_release = NULL,
+    .node_prepare = fbx_cuda_node_prepare,
+    .node_release = fbx_cuda_node_release,
     .run_node = fbx__cuda_run_node,
     .synchronize = fbx__cuda_synchronize,
     .memory_in_use = fbx__cuda_memory_in_use,
     .destroy = fbx__cuda_destroy,
     .supports_epilogue = NULL,
     .supports = fbx__cuda_vt_supports,
+    .graph_begin = fbx_cuda_graph_begin,
+    .graph_end = fbx_cuda_graph_end,
+    .graph_launch = fbx_cuda_graph_launch,
+    .graph_destroy = fbx_cuda_graph_destroy,
 };
 
 static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out) {
@@ -286,6 +292,7 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
     return FBX_ERR_OOM();
   }
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->capture_done, NULL);
   be->vt = &fbx__cuda_vtable;
   be->ctx = c;
   c->device = opt->device_id;

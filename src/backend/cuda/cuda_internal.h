@@ -45,6 +45,10 @@ typedef struct fbx_cuda_ctx {
   size_t n_cached, cap_cached, cached_bytes;
   struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
   int n_gemm_plans, next_gemm_plan;
+  const struct fbx_cuda_mirror *mirror; /* cuda_prepare.c: the running node's constant shape data (or NULL) */
+  struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
+  pthread_t capturer;         /* the thread whose work the capture records */
+  pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -87,6 +91,27 @@ fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t byt
 fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
 /* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
 fbx_status *fbx_cuda_launched(int err, const char *op);
+
+/* ---- cuda_prepare.c: host mirrors of constant shape-data inputs ---- */
+typedef struct fbx_cuda_mirror fbx_cuda_mirror;
+fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                  const fbx_tensor *inputs, void **state);
+void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state);
+/* Copies t's host mirror into dst when t is a mirrored constant of bytes bytes. */
+bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes);
+
+/* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
+/* Takes c->lock, first waiting while another thread captures on the stream. */
+void fbx_cuda_lock(fbx_cuda_ctx *c);
+bool fbx_cuda_capturing(const fbx_cuda_ctx *c);
+/* Enqueue a host-to-device copy of host memory that may change or die after
+ * the call (parameter tables, host-computed outputs): during a capture the
+ * bytes are staged in pinned memory the graph owns. */
+fbx_status *fbx_cuda_upload_h2d(fbx_cuda_ctx *c, void *dst, const void *src, size_t bytes, const char *what);
+fbx_status *fbx_cuda_graph_begin(fbx_backend *be);
+fbx_status *fbx_cuda_graph_end(fbx_backend *be, fbx_backend_graph **out);
+fbx_status *fbx_cuda_graph_launch(fbx_backend *be, fbx_backend_graph *g);
+void fbx_cuda_graph_destroy(fbx_backend *be, fbx_backend_graph *g);
 
 /* ---- cuda_matmul.c: row-major, batched strided fp32 GEMM through cuBLASLt ----
  * C[b] (M x N, ldc) = alpha * op(A[b]) * op(B[b]) + beta * C[b]; op = transpose when t*.

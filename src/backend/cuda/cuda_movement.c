@@ -182,7 +182,7 @@ fbx_status *fbx_cuda_k_gather(FBX_CUDA_KERNEL_ARGS) {
 /* Small host-computed outputs: upload through pageable staging (safe to reuse the source at once). */
 static fbx_status *fbx__mv_upload(fbx_cuda_ctx *c, void *dst, const void *src, size_t bytes) {
   if (!bytes) return NULL;
-  return fbx_cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), "upload");
+  return fbx_cuda_upload_h2d(c, dst, src, bytes, "upload");
 }
 
 fbx_status *fbx_cuda_k_shape(FBX_CUDA_KERNEL_ARGS) {

@@ -46,6 +46,9 @@ fbx_status *fbx_cuda_read_small(fbx_cuda_ctx *c, const fbx_tensor *t, void *dst,
   size_t b = fbx_tensor_nbytes(t);
   if (b > cap) return FBX_ERR("device 'cuda': shape-data input of %zu bytes (at most %zu)", b, cap);
   if (!b) return NULL;
+  if (fbx_cuda_mirror_read(c->mirror, t, dst, b)) return NULL; /* a constant: no stream wait */
+  if (fbx_cuda_capturing(c)) /* a host wait cannot be captured: the executor runs this plan live */
+    return FBX_ERR("device 'cuda': a kernel reads shape data on the host: not capturable in a graph");
   FBX_TRY(fbx_cuda_check(cudaMemcpyAsync(dst, t->data, b, cudaMemcpyDeviceToHost, c->stream), "read shape data"));
   return fbx_cuda_check(cudaStreamSynchronize(c->stream), "read shape data");
 }
@@ -73,6 +76,8 @@ double fbx_cuda_host_f64(fbx_dtype dt, const void *p, int64_t i) {
 /* Grow a device buffer: the stream must be idle before the old one is freed. */
 static fbx_status *fbx__cuda_grow(fbx_cuda_ctx *c, void **buf, size_t *cap, size_t bytes, const char *what) {
   if (bytes <= *cap) return NULL;
+  if (*buf && fbx_cuda_capturing(c)) /* the old buffer is freed after a stream wait */
+    return FBX_ERR("device 'cuda': %s must grow during a graph capture", what);
   size_t sz = *cap ? *cap : 64 * 1024;
   while (sz < bytes) sz *= 2;
   if (*buf) {
@@ -89,8 +94,7 @@ static fbx_status *fbx__cuda_grow(fbx_cuda_ctx *c, void **buf, size_t *cap, size
 fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t bytes, void **dev) {
   FBX_TRY(fbx__cuda_grow(c, &c->params, &c->params_cap, bytes, "parameter buffer"));
   /* pageable source: returns once the bytes are staged, so host may change afterwards */
-  FBX_TRY(fbx_cuda_check(cudaMemcpyAsync(c->params, host, bytes, cudaMemcpyHostToDevice, c->stream),
-                         "upload kernel parameters"));
+  FBX_TRY(fbx_cuda_upload_h2d(c, c->params, host, bytes, "upload kernel parameters"));
   *dev = c->params;
   return NULL;
 }

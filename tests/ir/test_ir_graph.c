@@ -1,0 +1,226 @@
+/* Graph capture and replay in the executor, on the opaque test backend
+ * (which records a capture's launch list and replays it, with CUDA's traps:
+ * a host source is re-read at launch, a sync during capture fails it).
+ * Every run is compared bit for bit with the same graph on the CPU backend
+ * (same kernels, never captured), and the counters are checked against the
+ * backend's own:
+ *
+ *  - a static-shape (general) plan: live runs until two in a row enqueue the
+ *    same work (run 0 grows a shared slot mid-run, so runs 1 and 2), then a
+ *    capture (run 3), then replays; a
+ *    replay launches no node itself (backend launches unchanged), allocates
+ *    nothing and synchronises once; new input values each run are seen;
+ *  - a decode plan whose past grows every run never captures (its launches
+ *    change every run) and stays right;
+ *  - a decode plan at a fixed past captures, and its host-step results
+ *    (the Shape/Gather/Concat chain, uploaded inside the graph) replay right;
+ *    a shape change (past + 1) drops the graph, runs live, and a stable
+ *    shape again forces a re-capture (2 captures in all);
+ *  - without a host backend the plan reads shape data back: never captured. */
+#include <string.h>
+
+#include "backend/backend.h"
+#include "base/alloc.h"
+#include "common/check.h"
+#include "common/graph_kv.h"
+#include "ir/ir_compiled.h"
+
+enum { D = FBX_TEST_KV_D, MAXL = 64 };
+static float W[D * D];
+
+typedef struct outs { float *buf[3]; size_t bytes[3]; } outs;
+static fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data) {
+  outs *o = ctx;
+  size_t n = fbx_tensor_nbytes(t);
+  if (o->bytes[idx] < n || !o->buf[idx]) {
+    fbx_free(o->buf[idx]);
+    o->buf[idx] = fbx_malloc(n ? n : 1);
+    o->bytes[idx] = n;
+  }
+  *data = o->buf[idx];
+  return o->buf[idx] ? NULL : FBX_ERR_OOM();
+}
+static void outs_free(outs *o) {
+  for (int i = 0; i < 3; i++) fbx_free(o->buf[i]), o->buf[i] = NULL, o->bytes[i] = 0;
+}
+
+static fbx_tensor T3(int64_t a, int64_t b, int64_t c, float *data) {
+  fbx_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = FBX_DTYPE_F32;
+  t.rank = 3;
+  t.dims[0] = a, t.dims[1] = b, t.dims[2] = c;
+  t.data = data;
+  return t;
+}
+
+#define OK(x)                                                   \
+  do {                                                          \
+    fbx_status *s_ = (x);                                       \
+    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : ""); \
+    if (s_) {                                                   \
+      fbx_status_free(s_);                                      \
+      return;                                                   \
+    }                                                           \
+  } while (0)
+
+static float X[MAXL * D], PAST[MAXL * D];
+
+/* New values for run k (same shapes): a replay must see them. */
+static void fill(int k) {
+  for (int i = 0; i < MAXL * D; i++) {
+    X[i] = (float)(((i + 3 * k) * 5) % 13 - 6) * 0.1f;
+    PAST[i] = (float)(((i + 7 * k) * 3) % 17 - 8) * 0.1f;
+  }
+}
+
+static fbx_opaque_stats stats_of(fbx_backend *be) {
+  fbx_opaque_stats s;
+  memset(&s, 0, sizeof s);
+  fbx_opaque_backend_stats(be, &s);
+  return s;
+}
+
+/* The two compiled objects under test: c on the opaque backend, ref on the CPU. */
+typedef struct pair {
+  fbx_ir_compiled *c, *ref;
+  outs o, ro;
+  int64_t captures, replays;
+} pair;
+
+/* One run of both; true when every output is bit-identical. r: c's report. */
+static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_ir_run_report *r, fbx_status **st) {
+  fbx_tensor in[2] = {T3(1, S, D, X), T3(1, P, D, PAST)};
+  fbx_ir_run_report rr;
+  *st = fbx_ir_compiled_run(pp->c, in, 2, out_fn, &pp->o, r);
+  if (!*st) *st = fbx_ir_compiled_run(pp->ref, in, 2, out_fn, &pp->ro, &rr);
+  if (*st) return false;
+  pp->captures += r->graph_captures;
+  pp->replays += r->graph_replays;
+  size_t n[3] = {sizeof(float) * (size_t)(S * D), sizeof(float) * (size_t)((P + S) * D),
+                 sizeof(float) * (size_t)((P + S) * D)};
+  for (int i = 0; i < 3; i++)
+    if (memcmp(pp->o.buf[i], pp->ro.buf[i], n[i]) != 0) return false;
+  return true;
+}
+
+static void pair_free(pair *pp) {
+  fbx_ir_compiled_destroy(pp->c);
+  fbx_ir_compiled_destroy(pp->ref);
+  outs_free(&pp->o);
+  outs_free(&pp->ro);
+}
+
+static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
+  pair pp = {0};
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
+  fbx_status *st = NULL;
+  for (int k = 0; k < 8; k++) {
+    fill(k);
+    fbx_ir_run_report r;
+    fbx_opaque_stats s0 = stats_of(opq);
+    bool same = run_pair(&pp, 4, 5, &r, &st);
+    fbx_opaque_stats s1 = stats_of(opq);
+    CHECK(!st, "static run %d: %s", k, st ? fbx_status_message(st) : "");
+    if (st) break;
+    CHECK(r.path == FBX_IR_PATH_GENERAL, "static run %d: path %s", k, fbx_ir_path_name(r.path));
+    CHECK(same, "static run %d: outputs bit-identical to the CPU backend", k);
+    int64_t want_c = k == 3, want_r = k > 3;
+    CHECK(r.graph_captures == want_c && r.graph_replays == want_r,
+          "static run %d: %lld captures / %lld replays (want %lld / %lld)", k, (long long)r.graph_captures,
+          (long long)r.graph_replays, (long long)want_c, (long long)want_r);
+    CHECK(s1.graph_captures - s0.graph_captures == want_c, "static run %d: the backend captured %lld", k,
+          (long long)(s1.graph_captures - s0.graph_captures));
+    CHECK(s1.graph_launches - s0.graph_launches == (k >= 3), "static run %d: %lld graph launches", k,
+          (long long)(s1.graph_launches - s0.graph_launches));
+    if (k > 3) {
+      CHECK(s1.launches == s0.launches && s1.replayed > s0.replayed,
+            "static replay %d: no live launch (%lld), replayed %lld ops", k, (long long)(s1.launches - s0.launches),
+            (long long)(s1.replayed - s0.replayed));
+      CHECK(r.allocs == 0 && s1.allocs == s0.allocs, "static replay %d: %lld allocs (want 0)", k, (long long)r.allocs);
+      CHECK(r.host_syncs == 1, "static replay %d: %lld host syncs (want 1)", k, (long long)r.host_syncs);
+    }
+  }
+  fbx_status_free(st);
+  CHECK(pp.captures == 1 && pp.replays == 4, "static: %lld captures / %lld replays (want 1 / 4)",
+        (long long)pp.captures, (long long)pp.replays);
+  pair_free(&pp);
+}
+
+static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
+  pair pp = {0};
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
+  fbx_status *st = NULL;
+  fbx_ir_run_report r;
+  int bad = 0;
+  for (int64_t P = 3; P < 20 && !st; P++) { /* a growing past: every run's launches differ */
+    fill((int)P);
+    if (!run_pair(&pp, 1, P, &r, &st) || r.path != FBX_IR_PATH_DECODE) bad++;
+  }
+  CHECK(!st && !bad, "growing past: %d runs differ from the CPU backend (%s)", bad, st ? fbx_status_message(st) : "");
+  CHECK(pp.captures == 0 && pp.replays == 0, "growing past: %lld captures / %lld replays (want 0 / 0)",
+        (long long)pp.captures, (long long)pp.replays);
+  /* a fixed past: capture on the third run, replays after it */
+  int64_t c0 = pp.captures;
+  for (int k = 0; k < 6 && !st; k++) {
+    fill(100 + k);
+    if (!run_pair(&pp, 1, 20, &r, &st)) bad++;
+    if (k > 2 && (r.graph_replays != 1 || r.allocs != 0 || r.host_syncs != 1)) bad++;
+  }
+  CHECK(!st && !bad, "fixed past: %d runs wrong or not replayed with 0 allocs / 1 sync (%s)", bad,
+        st ? fbx_status_message(st) : "");
+  CHECK(pp.captures - c0 == 1 && pp.replays == 3, "fixed past: %lld captures / %lld replays (want 1 / 3)",
+        (long long)(pp.captures - c0), (long long)pp.replays);
+  /* a shape change: the graph is dropped (live run), then a stable shape captures again */
+  for (int k = 0; k < 4 && !st; k++) {
+    fill(200 + k);
+    if (!run_pair(&pp, 1, 21, &r, &st)) bad++;
+    if (k == 0 && (r.graph_replays || r.graph_captures)) bad++;
+  }
+  CHECK(!st && !bad, "past + 1: %d runs wrong, or the first one replayed (%s)", bad, st ? fbx_status_message(st) : "");
+  CHECK(pp.captures - c0 == 2, "past + 1: re-captured (%lld captures, want 2)", (long long)(pp.captures - c0));
+  fbx_status_free(st);
+  pair_free(&pp);
+}
+
+static void test_read_back_never_captures(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4}, co = {.compile = true, .cache_limit = 4};
+  pair pp = {0};
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
+  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
+  fbx_status *st = NULL;
+  fbx_ir_run_report r;
+  int bad = 0;
+  for (int k = 0; k < 6 && !st; k++) {
+    fill(k);
+    if (!run_pair(&pp, 1, 9, &r, &st)) bad++;
+  }
+  CHECK(!st && !bad, "read-backs: %d runs wrong (%s)", bad, st ? fbx_status_message(st) : "");
+  CHECK(pp.captures == 0 && pp.replays == 0, "read-backs: %lld captures (want 0)", (long long)pp.captures);
+  fbx_status_free(st);
+  pair_free(&pp);
+}
+
+int main(void) {
+  for (int i = 0; i < D * D; i++) W[i] = (float)((i * 7) % 11 - 5) * 0.05f;
+  fbx_backend *cpu = NULL, *opq = NULL;
+  fbx_cpu_options co = {.threads = 1};
+  fbx_opaque_options oo = {.threads = 1, .decline_op = -1};
+  fbx_status *st = fbx_cpu_backend_create(&co, &cpu);
+  if (!st) st = fbx_opaque_backend_create(&oo, &opq);
+  CHECK(!st, "backends: %s", st ? fbx_status_message(st) : "");
+  if (!st) {
+    test_static_plan(opq, cpu);
+    test_decode(opq, cpu);
+    test_read_back_never_captures(opq, cpu);
+  }
+  fbx_status_free(st);
+  fbx_backend_destroy(opq);
+  fbx_backend_destroy(cpu);
+  printf("test_ir_graph: %d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
