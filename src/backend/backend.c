@@ -95,3 +95,48 @@ bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_te
     snprintf(reason, cap, "%s: %s", be->vt->name ? be->vt->name : "device", why[0] ? why : "not supported");
   return false;
 }
+
+fbx_status *fbx_matmul_geom_get(const fbx_ir_node *node, const fbx_tensor *A, const fbx_tensor *B,
+                                const fbx_tensor *Y, fbx_matmul_geom *g) {
+  if (A->rank < 1 || B->rank < 1) return FBX_ERR_ARG("MATMUL: scalar operand");
+  bool a1 = A->rank == 1, b1 = B->rank == 1;
+  g->ta = !a1 && node->params.matmul.trans_a;
+  g->tb = !b1 && node->params.matmul.trans_b;
+  g->alpha = node->params.matmul.alpha == 0.f ? 1.f : node->params.matmul.alpha;
+  int64_t ar = a1 ? 1 : A->dims[A->rank - 2], ac = A->dims[A->rank - 1];
+  int64_t br = b1 ? B->dims[0] : B->dims[B->rank - 2], bc = b1 ? 1 : B->dims[B->rank - 1];
+  g->M = g->ta ? ac : ar;
+  g->K = g->ta ? ar : ac;
+  int64_t Kb = g->tb ? bc : br;
+  g->N = g->tb ? br : bc;
+  if (g->K != Kb) return FBX_ERR_ARG("MATMUL: inner dims differ (%lld vs %lld)", (long long)g->K, (long long)Kb);
+  int abr = a1 ? 0 : A->rank - 2, bbr = b1 ? 0 : B->rank - 2;
+  g->obr = Y->rank - (a1 ? 0 : 1) - (b1 ? 0 : 1);
+  if (g->obr < 0 || g->obr < abr || g->obr < bbr)
+    return FBX_ERR_ARG("MATMUL: output rank %d inconsistent", Y->rank);
+  g->nbatch = 1;
+  g->sa = 1;
+  g->sb = 1;
+  for (int d = g->obr - 1; d >= 0; d--) {
+    int ia = d - (g->obr - abr), ib = d - (g->obr - bbr);
+    int64_t da = ia >= 0 ? A->dims[ia] : 1, db = ib >= 0 ? B->dims[ib] : 1;
+    g->odims[d] = Y->dims[d];
+    g->ast[d] = da == 1 ? 0 : g->sa;
+    g->bst[d] = db == 1 ? 0 : g->sb;
+    g->sa *= da;
+    g->sb *= db;
+    g->nbatch *= g->odims[d];
+  }
+  return NULL;
+}
+
+void fbx_matmul_geom_batch(const fbx_matmul_geom *g, int64_t bi, int64_t *oa, int64_t *ob) {
+  int64_t rem = bi;
+  *oa = *ob = 0;
+  for (int d = g->obr - 1; d >= 0; d--) {
+    int64_t i = rem % g->odims[d];
+    rem /= g->odims[d];
+    *oa += i * g->ast[d];
+    *ob += i * g->bst[d];
+  }
+}

@@ -228,6 +228,26 @@ bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_te
  * used by the IR executor to pick the eager/CPU fallback. */
 typedef bool (*fbx_backend_supports_fn)(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs);
 
+/* MatMul geometry shared by every backend's MATMUL kernel: numpy batched
+ * matmul with broadcast batch dims and 1-D operands, params.matmul
+ * trans_a/trans_b/alpha (Gemm). Batch strides are in matrices (0 = broadcast). */
+typedef struct fbx_matmul_geom {
+  bool ta, tb;
+  float alpha;
+  int64_t M, N, K;   /* op(A) is (M, K), op(B) is (K, N) */
+  int obr;           /* batch rank of the output */
+  int64_t nbatch;    /* product of the output's batch dims */
+  int64_t sa, sb;    /* matrices in A's / B's batch */
+  int64_t ast[FBX_MAX_RANK], bst[FBX_MAX_RANK], odims[FBX_MAX_RANK];
+} fbx_matmul_geom;
+
+/* Fills g from the node and its tensors; an error (inner dims differ, bad output
+ * rank, scalar operand) names the op. */
+fbx_status *fbx_matmul_geom_get(const fbx_ir_node *node, const fbx_tensor *A, const fbx_tensor *B,
+                                const fbx_tensor *Y, fbx_matmul_geom *g);
+/* The matrix offsets in A and B (in matrices) of output batch bi. */
+void fbx_matmul_geom_batch(const fbx_matmul_geom *g, int64_t bi, int64_t *oa, int64_t *ob);
+
 /* ---- the CPU backend ---- */
 typedef struct fbx_cpu_options {
   int threads;           /* 0 = number of online cores */

@@ -74,31 +74,13 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
       (A->dtype != FBX_DTYPE_F32 && A->dtype != FBX_DTYPE_F64))
     return FBX_ERR_NOTIMPL("MATMUL: dtype %s x %s -> %s not implemented on cpu (F32, F64)",
                            fbx_dtype_name(A->dtype), fbx_dtype_name(B->dtype), fbx_dtype_name(Y->dtype));
-  if (A->rank < 1 || B->rank < 1) return FBX_ERR_ARG("MATMUL: scalar operand");
-  bool a1 = A->rank == 1, b1 = B->rank == 1;
-  bool ta = !a1 && node->params.matmul.trans_a, tb = !b1 && node->params.matmul.trans_b;
-  float alpha = node->params.matmul.alpha == 0.f ? 1.f : node->params.matmul.alpha;
-  int64_t ar = a1 ? 1 : A->dims[A->rank - 2], ac = A->dims[A->rank - 1];
-  int64_t br = b1 ? B->dims[0] : B->dims[B->rank - 2], bc = b1 ? 1 : B->dims[B->rank - 1];
-  int64_t M = ta ? ac : ar, K = ta ? ar : ac;
-  int64_t Kb = tb ? bc : br, N = tb ? br : bc;
-  if (K != Kb) return FBX_ERR_ARG("MATMUL: inner dims differ (%lld vs %lld)", (long long)K, (long long)Kb);
-  int abr = a1 ? 0 : A->rank - 2, bbr = b1 ? 0 : B->rank - 2;
-  int obr = Y->rank - (a1 ? 0 : 1) - (b1 ? 0 : 1);
-  if (obr < 0 || obr < abr || obr < bbr) return FBX_ERR_ARG("MATMUL: output rank %d inconsistent", Y->rank);
-  /* batch strides (in matrices), broadcast-aware */
-  int64_t ast[FBX_MAX_RANK], bst[FBX_MAX_RANK], odims[FBX_MAX_RANK];
-  int64_t nbatch = 1, sa = 1, sb = 1;
-  for (int d = obr - 1; d >= 0; d--) {
-    int ia = d - (obr - abr), ib = d - (obr - bbr);
-    int64_t da = ia >= 0 ? A->dims[ia] : 1, db = ib >= 0 ? B->dims[ib] : 1;
-    odims[d] = Y->dims[d];
-    ast[d] = da == 1 ? 0 : sa;
-    bst[d] = db == 1 ? 0 : sb;
-    sa *= da;
-    sb *= db;
-    nbatch *= odims[d];
-  }
+  fbx_matmul_geom g;
+  FBX_TRY(fbx_matmul_geom_get(node, A, B, Y, &g));
+  const bool ta = g.ta, tb = g.tb;
+  const float alpha = g.alpha;
+  const int obr = g.obr;
+  const int64_t sa = g.sa, sb = g.sb;
+  int64_t M = g.M, N = g.N, K = g.K, nbatch = g.nbatch; /* M and nbatch change when the batch folds into M */
   int64_t a_mat = M * K, b_mat = K * N, y_mat = M * N;
   info->flops = 2.0 * (double)M * (double)N * (double)K * (double)nbatch;
   if (fbx_cpu_numel(Y) == 0) return NULL;
@@ -106,13 +88,8 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
     info->variant = "matmul_f64_naive";
     info->reason = "F64: plain loops";
     for (int64_t bi = 0; bi < nbatch; bi++) {
-      int64_t rem = bi, oa = 0, ob = 0;
-      for (int d = obr - 1; d >= 0; d--) {
-        int64_t i = rem % odims[d];
-        rem /= odims[d];
-        oa += i * ast[d];
-        ob += i * bst[d];
-      }
+      int64_t oa, ob;
+      fbx_matmul_geom_batch(&g, bi, &oa, &ob);
       fbx__mm_f64((const double *)A->data + oa * a_mat, (const double *)B->data + ob * b_mat,
                   (double *)Y->data + bi * y_mat, M, N, K, ta, tb, alpha);
     }
@@ -135,9 +112,9 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
                            .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
                            .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
     for (int i = 0; i < obr; i++) {
-      d.bdims[i] = odims[i];
-      d.a_st[i] = ast[i] * a_mat;
-      d.b_st[i] = bst[i] * b_mat;
+      d.bdims[i] = g.odims[i];
+      d.a_st[i] = g.ast[i] * a_mat;
+      d.b_st[i] = g.bst[i] * b_mat;
     }
     info->variant = packed ? "gemm_f32_blocked_packed_b" : "gemm_f32_blocked";
     info->reason = packed ? "M>1: blocked GEMM, constant B packed at compile, A packed per K block"
@@ -145,13 +122,8 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
     return fbx_cpu_gemm(c, &d);
   }
   for (int64_t bi = 0; bi < nbatch; bi++) {
-    int64_t rem = bi, oa = 0, ob = 0;
-    for (int d = obr - 1; d >= 0; d--) {
-      int64_t i = rem % odims[d];
-      rem /= odims[d];
-      oa += i * ast[d];
-      ob += i * bst[d];
-    }
+    int64_t oa, ob;
+    fbx_matmul_geom_batch(&g, bi, &oa, &ob);
     const float *ab = a + oa * a_mat, *bb = b + ob * b_mat;
     float *yb = y + bi * y_mat;
     if (mat_vec) {

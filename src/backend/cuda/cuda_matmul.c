@@ -146,29 +146,11 @@ fbx_status *fbx_cuda_k_matmul(FBX_CUDA_KERNEL_ARGS) {
   if (n_in < 2 || n_out < 1) return FBX_ERR_ARG("device 'cuda': MATMUL: needs 2 inputs, 1 output");
   const fbx_tensor *A = &in[0], *B = &in[1];
   fbx_tensor *Y = &out[0];
-  if (A->rank < 1 || B->rank < 1) return FBX_ERR_ARG("device 'cuda': MATMUL: scalar operand");
-  bool a1 = A->rank == 1, b1 = B->rank == 1;
-  bool ta = !a1 && node->params.matmul.trans_a, tb = !b1 && node->params.matmul.trans_b;
-  float alpha = node->params.matmul.alpha == 0.f ? 1.f : node->params.matmul.alpha;
-  int64_t ar = a1 ? 1 : A->dims[A->rank - 2], ac = A->dims[A->rank - 1];
-  int64_t br = b1 ? B->dims[0] : B->dims[B->rank - 2], bc = b1 ? 1 : B->dims[B->rank - 1];
-  int64_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
-  if (K != Kb) return FBX_ERR_ARG("device 'cuda': MATMUL: inner dims differ (%lld vs %lld)", (long long)K, (long long)Kb);
-  int abr = a1 ? 0 : A->rank - 2, bbr = b1 ? 0 : B->rank - 2;
-  int obr = Y->rank - (a1 ? 0 : 1) - (b1 ? 0 : 1);
-  if (obr < 0 || obr < abr || obr < bbr) return FBX_ERR_ARG("device 'cuda': MATMUL: output rank %d inconsistent", Y->rank);
-  int64_t ast[FBX_MAX_RANK], bst[FBX_MAX_RANK], odims[FBX_MAX_RANK];
-  int64_t nbatch = 1, sa = 1, sb = 1;
-  for (int d = obr - 1; d >= 0; d--) {
-    int ia = d - (obr - abr), ib = d - (obr - bbr);
-    int64_t da = ia >= 0 ? A->dims[ia] : 1, db = ib >= 0 ? B->dims[ib] : 1;
-    odims[d] = Y->dims[d];
-    ast[d] = da == 1 ? 0 : sa;
-    bst[d] = db == 1 ? 0 : sb;
-    sa *= da;
-    sb *= db;
-    nbatch *= odims[d];
-  }
+  fbx_matmul_geom g;
+  FBX_TRY(fbx_matmul_geom_get(node, A, B, Y, &g));
+  const bool ta = g.ta, tb = g.tb;
+  const float alpha = g.alpha;
+  const int64_t M = g.M, N = g.N, K = g.K, nbatch = g.nbatch, sa = g.sa, sb = g.sb;
   info->flops = 2.0 * (double)M * (double)N * (double)K * (double)nbatch;
   info->variant = c->tf32 ? "cublaslt_tf32" : "cublaslt_f32";
   if (fbx_tensor_numel(Y) == 0) return NULL;
@@ -188,13 +170,8 @@ fbx_status *fbx_cuda_k_matmul(FBX_CUDA_KERNEL_ARGS) {
   }
   info->reason = "broadcast batches: one GEMM per batch";
   for (int64_t bi = 0; bi < nbatch; bi++) {
-    int64_t rem = bi, oa = 0, ob = 0;
-    for (int d = obr - 1; d >= 0; d--) {
-      int64_t i = rem % odims[d];
-      rem /= odims[d];
-      oa += i * ast[d];
-      ob += i * bst[d];
-    }
+    int64_t oa, ob;
+    fbx_matmul_geom_batch(&g, bi, &oa, &ob);
     FBX_TRY(fbx_cuda_gemm_f32(c, ta, tb, M, N, K, alpha, a + oa * M * K, lda, 0, b + ob * K * N, ldb, 0, 0.f,
                               y + bi * M * N, N, 0, 1));
   }
