@@ -24,35 +24,11 @@
 #include "common/check.h"
 #include "common/graph_kv.h"
 #include "ir/ir_compiled.h"
+#include "common/exec_outs.h"
 
 enum { D = FBX_TEST_KV_D, MAXL = 64 };
 static float W[D * D];
 
-typedef struct outs { float *buf[3]; size_t bytes[3]; } outs;
-static fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data) {
-  outs *o = ctx;
-  size_t n = fbx_tensor_nbytes(t);
-  if (o->bytes[idx] < n || !o->buf[idx]) {
-    fbx_free(o->buf[idx]);
-    o->buf[idx] = fbx_malloc(n ? n : 1);
-    o->bytes[idx] = n;
-  }
-  *data = o->buf[idx];
-  return o->buf[idx] ? NULL : FBX_ERR_OOM();
-}
-static void outs_free(outs *o) {
-  for (int i = 0; i < 3; i++) fbx_free(o->buf[i]), o->buf[i] = NULL, o->bytes[i] = 0;
-}
-
-static fbx_tensor T3(int64_t a, int64_t b, int64_t c, float *data) {
-  fbx_tensor t;
-  memset(&t, 0, sizeof t);
-  t.dtype = FBX_DTYPE_F32;
-  t.rank = 3;
-  t.dims[0] = a, t.dims[1] = b, t.dims[2] = c;
-  t.data = data;
-  return t;
-}
 
 #define OK(x)                                                   \
   do {                                                          \
