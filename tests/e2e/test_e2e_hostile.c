@@ -33,14 +33,11 @@
 
 #include "common/check.h"
 
-// Under ASan, ORT's own reference run of the 4 PiB case calls operator new(4 PiB), which ASan
-// aborts on whatever its options say; there the reference is taken as failing (as it does in
-// every release run), and only Fusebox runs.
-#if defined(__SANITIZE_ADDRESS__)
-#define HM_ASAN 1
-#else
-#define HM_ASAN 0
-#endif
+// ORT's own reference run of the HM_HUGE cases (a 4 PiB or 8 TiB intermediate that ORT alone
+// allocates) is never made: whether it fails cleanly depends on the machine, not on ORT. On a
+// 24 GiB development machine ORT's allocation fails; on the GPU host (128 GiB, overcommit) the
+// allocation succeeds and the process is OOM-killed while ORT fills it; under ASan operator new
+// aborts. There the reference is taken as failing, and only Fusebox runs (it must error).
 
 // ---------------------------------------------------------------------------------------
 // A tiny model description and its writer
@@ -230,8 +227,8 @@ static void hm_case(fbx_host *h, const char *name, const hm_model *m, const fbx_
   fbx_host_tensor *ro = NULL, *fo = NULL;
   size_t rn = 0, fn = 0;
   int claimed = 0;
-  char *re = (expect & HM_HUGE) && HM_ASAN ? fbx_host_errf("(not run under ASan: ORT would allocate petabytes)")
-                                           : hm_session(h, 0, feeds, nf, &ro, &rn, NULL);
+  char *re = (expect & HM_HUGE) ? fbx_host_errf("(not run: ORT alone would allocate terabytes)")
+                                : hm_session(h, 0, feeds, nf, &ro, &rn, NULL);
   char *fe = hm_session(h, 1, feeds, nf, &fo, &fn, &claimed);
   if (expect & HM_ORT_FAILS) CHECK(re != NULL, "%s: ORT alone accepted the model (the case assumes it rejects it)", name);
   if (re) {
