@@ -12,22 +12,30 @@
  *
  * Graphs (backends with graph_begin, e.g. CUDA): every pass records a
  * signature of the work it enqueues (per device step: node, state, every
- * operand's pointer and shape; per upload of a host step: dst, src, size).
- * When two consecutive runs have equal signatures, the next run first does
- * a dry pass (shape inference, bindings and host steps, no device work) and,
- * if its signature is still the same, captures the device work into a
- * backend graph and launches it; later runs do the dry pass and, on a
- * match, replay the graph. Input uploads come before the graph and output
- * copies after it, outside it (ORT's buffers move between runs); host-step
- * results are uploaded from plan-owned host buffers inside the graph, which
- * re-reads them at each launch. Why compare instead of updating pointers:
- * every kernel takes its shapes and pointers as launch parameters, so a
- * changed shape is a different graph; the comparison proves the replayed
- * work is exactly what a live run would enqueue. A decode plan whose past
- * length grows every run therefore never captures (its signature changes
- * every run) and pays nothing for it: the dry pass runs only once the plan
- * was stable. A plan that needs a shape-data read-back, or whose capture
- * failed, is never captured. */
+ * operand's pointer and shape; per upload of a host step: dst, src, size),
+ * step after step, and a hash of each step's shapes. A step whose shapes
+ * changed between two runs is dynamic (sticky: the steps of a decode plan
+ * that read the growing past). The maximal runs of other steps holding at
+ * least two device steps are segments; each segment is captured on its own:
+ * when two consecutive runs enqueued the same words there, the next run does
+ * a dry pass over the segment (shape inference, bindings and host steps, no
+ * device work) and, if its words are still the same, captures the segment's
+ * device work into a backend graph and launches it; later runs do the dry
+ * pass and, on a match, replay the graph. Dynamic steps run live between the
+ * segments. A static-shape plan is one segment (one graph per run); a decode
+ * plan whose past grows every run replays every segment between the steps
+ * that read the past, so most of its launches are replayed although its
+ * shapes change every run. Input uploads come before the first step and
+ * output copies after the last, outside every graph (ORT's buffers move
+ * between runs); host-step results are uploaded from plan-owned host buffers
+ * inside a graph, which re-reads them at each launch. Why compare instead of
+ * updating pointers: every kernel takes its shapes and pointers as launch
+ * parameters, so a changed shape is a different graph; the comparison
+ * proves the replayed work is exactly what a live run would enqueue. A
+ * segment whose words changed (a buffer regrew) runs live and is re-captured
+ * once stable again (counted); after FBX__IR_SEG_MISSES such misses it stays
+ * live. A plan that needs a shape-data read-back is never captured; a
+ * segment whose capture failed is not captured again. */
 #include <stdio.h>
 #include <string.h>
 
@@ -90,29 +98,32 @@ static fbx_status *fbx__ir_sig_put(fbx__ir_sig *s, int64_t w) {
   return NULL;
 }
 
-static fbx_status *fbx__ir_sig_tensors(fbx__ir_sig *s, const fbx_tensor *t, int n) {
+/* A shape word: in the signature and in the step's shape hash (pointers are not). */
+static fbx_status *fbx__ir_sig_shape(fbx__ir_plan *p, int64_t w) {
+  p->cur_h = (p->cur_h ^ (uint64_t)w) * 0x100000001B3ull; /* FNV-1a over words */
+  return fbx__ir_sig_put(&p->sig, w);
+}
+
+static fbx_status *fbx__ir_sig_tensors(fbx__ir_plan *p, const fbx_tensor *t, int n) {
   for (int i = 0; i < n; i++) {
-    FBX_TRY(fbx__ir_sig_put(s, (int64_t)(intptr_t)t[i].data));
-    FBX_TRY(fbx__ir_sig_put(s, ((int64_t)t[i].rank << 8) | (int64_t)t[i].dtype));
-    for (int d = 0; d < t[i].rank; d++) FBX_TRY(fbx__ir_sig_put(s, t[i].dims[d]));
+    FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)t[i].data));
+    FBX_TRY(fbx__ir_sig_shape(p, ((int64_t)t[i].rank << 8) | (int64_t)t[i].dtype));
+    for (int d = 0; d < t[i].rank; d++) FBX_TRY(fbx__ir_sig_shape(p, t[i].dims[d]));
   }
   return NULL;
 }
 
-static bool fbx__ir_sig_eq(const fbx__ir_sig *a, const fbx__ir_sig *b) {
-  return a->n == b->n && (a->n == 0 || memcmp(a->w, b->w, sizeof(int64_t) * (size_t)a->n) == 0);
+/* Whether this run's words from `from` to the end equal b's. */
+static bool fbx__ir_sig_tail_eq(const fbx__ir_sig *a, int from, const fbx__ir_sig *b) {
+  int n = a->n - from;
+  return n == b->n && (n == 0 || memcmp(a->w + from, b->w, sizeof(int64_t) * (size_t)n) == 0);
 }
 
-static fbx_status *fbx__ir_sig_copy(fbx__ir_sig *dst, const fbx__ir_sig *src) {
+/* dst = this run's words from `from` to the end. */
+static fbx_status *fbx__ir_sig_tail_copy(fbx__ir_sig *dst, const fbx__ir_sig *a, int from) {
   dst->n = 0;
-  for (int i = 0; i < src->n; i++) FBX_TRY(fbx__ir_sig_put(dst, src->w[i]));
+  for (int i = from; i < a->n; i++) FBX_TRY(fbx__ir_sig_put(dst, a->w[i]));
   return NULL;
-}
-
-static void fbx__ir_sig_swap(fbx__ir_sig *a, fbx__ir_sig *b) {
-  fbx__ir_sig t = *a;
-  *a = *b;
-  *b = t;
 }
 
 /* Whether this pass records signatures (the backend can capture). */
@@ -222,10 +233,10 @@ static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clo
     FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], b));
     p->rt[v].data = p->slot_ptr[s];
     if (fbx__ir_graphs(p)) {
-      FBX_TRY(fbx__ir_sig_put(&p->sig, -1 - (int64_t)nid)); /* an upload, not a device step */
+      FBX_TRY(fbx__ir_sig_shape(p, -1 - (int64_t)nid)); /* an upload, not a device step */
       FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)p->slot_ptr[s]));
       FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)out[o].data));
-      FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)b));
+      FBX_TRY(fbx__ir_sig_shape(p, (int64_t)b));
     }
     if (p->mode == FBX__IR_DRY) continue; /* the graph uploads the current host contents */
     FBX_TRY(fbx_backend_copy_from_host_async(p->be, p->slot_ptr[s], out[o].data, b));
@@ -280,10 +291,10 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
     if (p->hdata) p->hdata[v] = NULL; /* device result: no host copy (yet) */
   }
   if (fbx__ir_graphs(p)) {
-    FBX_TRY(fbx__ir_sig_put(&p->sig, nid));
+    FBX_TRY(fbx__ir_sig_shape(p, nid));
     FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)p->states[nid]));
-    FBX_TRY(fbx__ir_sig_tensors(&p->sig, in, n->n_inputs));
-    FBX_TRY(fbx__ir_sig_tensors(&p->sig, out, n->n_outputs));
+    FBX_TRY(fbx__ir_sig_tensors(p, in, n->n_inputs));
+    FBX_TRY(fbx__ir_sig_tensors(p, out, n->n_outputs));
   }
   if (p->mode == FBX__IR_DRY) return NULL; /* replayed from the graph */
   fbx_kernel_info info = {0};
@@ -348,81 +359,162 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
   return NULL;
 }
 
-/* One pass over the steps in the given mode (signature restarted). */
-static fbx_status *fbx__ir_pass(fbx__ir_plan *p, fbx__ir_mode mode, fbx_ir_output_fn output_fn, void *output_ctx,
-                                uint64_t *clock) {
+/* Steps [s0, s1) in the given mode; each step's words start at sig_at[s]
+ * and its shape hash lands in shape_h[s]. */
+static fbx_status *fbx__ir_range(fbx__ir_plan *p, int s0, int s1, fbx__ir_mode mode, fbx_ir_output_fn output_fn,
+                                 void *output_ctx, uint64_t *clock) {
   p->mode = mode;
-  p->sig.n = 0;
   fbx_status *st = NULL;
-  for (int s = 0; s < p->n_steps && !st; s++) st = fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, clock);
+  bool graphs = p->sig_at != NULL;
+  for (int s = s0; s < s1 && !st; s++) {
+    if (graphs) {
+      p->sig_at[s] = p->sig.n;
+      p->cur_h = 0xCBF29CE484222325ull;
+    }
+    st = fbx__ir_run_step(p, p->steps[s], output_fn, output_ctx, clock);
+    if (graphs) p->shape_h[s] = p->cur_h;
+  }
   p->mode = FBX__IR_RUN;
   return st;
 }
 
-/* Capture the device work of one pass into p->graph and launch it. On a
- * failed capture the plan is marked graph_off and the pass runs live. */
-static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+enum { FBX__IR_SEG_MISSES = 8 }; /* a segment whose work changed this often stays live */
+
+/* Capture segment g's device work into g->graph and launch it (the sig
+ * from `base` on is rewritten). On a failed capture the segment is marked
+ * off and runs live. */
+static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fbx_ir_output_fn output_fn,
+                                   void *output_ctx, uint64_t *clock) {
   fbx_backend *be = p->be;
-  if (p->graph) be->vt->graph_destroy(be, p->graph);
-  p->graph = NULL;
+  if (g->graph) be->vt->graph_destroy(be, g->graph);
+  g->graph = NULL;
+  p->sig.n = base;
   fbx_status *st = be->vt->graph_begin(be);
   if (!st) {
-    fbx_status *pass = fbx__ir_pass(p, FBX__IR_CAPTURE, output_fn, output_ctx, clock);
-    st = be->vt->graph_end(be, &p->graph); /* always ends the capture */
+    fbx_status *pass = fbx__ir_range(p, g->s0, g->s1, FBX__IR_CAPTURE, output_fn, output_ctx, clock);
+    st = be->vt->graph_end(be, &g->graph); /* always ends the capture */
     if (pass) {
       fbx_status_free(st);
       st = pass;
     }
   }
-  if (st || !p->graph) {
+  if (st || !g->graph) {
     char why[200];
     snprintf(why, sizeof why, "%s", st ? fbx_status_message(st) : "no graph");
     fbx_status_free(st);
-    if (p->graph) be->vt->graph_destroy(be, p->graph);
-    p->graph = NULL;
-    p->graph_off = true;
+    if (g->graph) be->vt->graph_destroy(be, g->graph);
+    g->graph = NULL;
+    g->off = true;
     if (fbx_trace_enabled()) {
       fbx_trace_arg a[] = {FBX_TARG_S("reason", why), FBX_TARG_S("device", be->vt->name)};
       fbx_trace_instant("fusebox.graph.capture_failed", "device", a, 2);
     }
-    return fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock); /* reports a real error */
+    p->sig.n = base;
+    return fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock); /* reports a real error */
   }
-  FBX_TRY(fbx__ir_sig_copy(&p->sig_graph, &p->sig));
+  FBX_TRY(fbx__ir_sig_tail_copy(&g->cap, &p->sig, base));
   p->run_captures++;
   if (fbx_trace_enabled()) {
-    fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
-    fbx_trace_instant("fusebox.graph.capture", "device", a, 2);
+    fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
+                         FBX_TARG_S("device", be->vt->name)};
+    fbx_trace_instant("fusebox.graph.capture", "device", a, 3);
   }
-  return be->vt->graph_launch(be, p->graph);
+  return be->vt->graph_launch(be, g->graph);
 }
 
-/* The steps of one run: live, or (graph-capable backends) a dry pass then a
- * replay or a capture, as the file comment says. */
-static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+/* One segment of one run: live, or a dry pass then a replay or a capture. */
+static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_ir_output_fn output_fn, void *output_ctx,
+                                   uint64_t *clock) {
   fbx_backend *be = p->be;
-  if (!fbx__ir_graphs(p)) return fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock);
-  if (p->graph || p->graph_stable) {
-    FBX_TRY(fbx__ir_pass(p, FBX__IR_DRY, output_fn, output_ctx, clock));
-    if (p->graph && fbx__ir_sig_eq(&p->sig, &p->sig_graph)) {
+  int base = p->sig.n;
+  if (g->off) return fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock);
+  if (g->graph || g->stable) {
+    FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_DRY, output_fn, output_ctx, clock));
+    if (g->graph && fbx__ir_sig_tail_eq(&p->sig, base, &g->cap)) {
       p->run_replays++;
       if (fbx_trace_enabled()) {
-        fbx_trace_arg a[] = {FBX_TARG_I("steps", p->n_steps), FBX_TARG_S("device", be->vt->name)};
-        fbx_trace_instant("fusebox.graph.replay", "device", a, 2);
+        fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
+                             FBX_TARG_S("device", be->vt->name)};
+        fbx_trace_instant("fusebox.graph.replay", "device", a, 3);
       }
-      FBX_TRY(be->vt->graph_launch(be, p->graph));
-    } else if (!p->graph_off && fbx__ir_sig_eq(&p->sig, &p->sig_prev)) {
-      FBX_TRY(fbx__ir_capture(p, output_fn, output_ctx, clock));
-    } else { /* the work changed: back to live runs until it is stable again */
-      if (p->graph) be->vt->graph_destroy(be, p->graph);
-      p->graph = NULL;
-      p->graph_stable = false;
-      FBX_TRY(fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock));
+      FBX_TRY(be->vt->graph_launch(be, g->graph));
+    } else if (fbx__ir_sig_tail_eq(&p->sig, base, &g->prev)) {
+      FBX_TRY(fbx__ir_capture(p, g, base, output_fn, output_ctx, clock));
+    } else { /* the work changed: live until it is stable again */
+      if (g->graph) {
+        be->vt->graph_destroy(be, g->graph); /* launched last run, which synchronised */
+        g->graph = NULL;
+        if (++g->misses >= FBX__IR_SEG_MISSES) g->off = true;
+      }
+      g->stable = false;
+      p->sig.n = base;
+      FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock));
     }
   } else {
-    FBX_TRY(fbx__ir_pass(p, FBX__IR_RUN, output_fn, output_ctx, clock));
-    p->graph_stable = fbx__ir_sig_eq(&p->sig, &p->sig_prev);
+    FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock));
+    g->stable = g->have_prev && fbx__ir_sig_tail_eq(&p->sig, base, &g->prev);
   }
-  fbx__ir_sig_swap(&p->sig, &p->sig_prev);
+  g->have_prev = true;
+  return fbx__ir_sig_tail_copy(&g->prev, &p->sig, base);
+}
+
+/* Rebuild the segments from the dynamic marks (start of a run: the last
+ * run synchronised, so no graph is in flight). */
+static void fbx__ir_segs_build(fbx__ir_plan *p) {
+  fbx_backend *be = p->be;
+  for (int k = 0; k < p->n_segs; k++) {
+    fbx__ir_seg *g = &p->segs[k];
+    if (g->graph) be->vt->graph_destroy(be, g->graph);
+    fbx_free(g->prev.w);
+    fbx_free(g->cap.w);
+    memset(g, 0, sizeof *g);
+  }
+  p->n_segs = 0;
+  for (int s = 0; s < p->n_steps; s++) p->seg_at[s] = -1;
+  for (int s = 0; s < p->n_steps;) {
+    if (p->dyn[s]) {
+      s++;
+      continue;
+    }
+    int e = s, dev = 0;
+    for (; e < p->n_steps && !p->dyn[e]; e++) dev += !(p->host_step && p->host_step[p->steps[e]]);
+    if (dev >= 2) { /* one device step gains nothing from a graph */
+      p->segs[p->n_segs] = (fbx__ir_seg){.s0 = s, .s1 = e};
+      p->seg_at[s] = p->n_segs++;
+    }
+    s = e;
+  }
+  p->reseg = false;
+}
+
+/* After a run: steps whose shapes changed become dynamic (segments rebuilt
+ * at the next run). */
+static void fbx__ir_segs_mark(fbx__ir_plan *p) {
+  if (p->n_runs++ > 0 && p->seg_on)
+    for (int s = 0; s < p->n_steps; s++)
+      if (!p->dyn[s] && p->shape_h[s] != p->shape_h_prev[s]) p->dyn[s] = p->reseg = true;
+  uint64_t *t = p->shape_h;
+  p->shape_h = p->shape_h_prev;
+  p->shape_h_prev = t;
+}
+
+/* The steps of one run: live, or (graph-capable backends) segment by
+ * segment, as the file comment says. */
+static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+  if (!fbx__ir_graphs(p)) return fbx__ir_range(p, 0, p->n_steps, FBX__IR_RUN, output_fn, output_ctx, clock);
+  if (p->reseg) fbx__ir_segs_build(p);
+  p->sig.n = 0;
+  for (int s = 0; s < p->n_steps;) {
+    int k = p->seg_at[s];
+    if (k < 0) {
+      FBX_TRY(fbx__ir_range(p, s, s + 1, FBX__IR_RUN, output_fn, output_ctx, clock));
+      s++;
+      continue;
+    }
+    FBX_TRY(fbx__ir_seg_run(p, &p->segs[k], output_fn, output_ctx, clock));
+    s = p->segs[k].s1;
+  }
+  if (!p->graph_off) fbx__ir_segs_mark(p); /* a read-back this run turned graphs off */
   return NULL;
 }
 

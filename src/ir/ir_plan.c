@@ -1,5 +1,6 @@
 /* Plan building: clone the graph, run the passes (fold, fuse), prepare
  * nodes with constant inputs, and assign buffer slots by liveness. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../base/alloc.h"
@@ -50,10 +51,18 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
       if (p->in_buf[i]) be->vt->buffer_free(be, p->in_buf[i]);
   if (p->host_ptr)
     for (int v = 0; v < p->g->n_values; v++) fbx_free_aligned(p->host_ptr[v]);
-  if (p->graph) be->vt->graph_destroy(be, p->graph);
+  for (int k = 0; k < p->n_segs; k++) {
+    if (p->segs[k].graph) be->vt->graph_destroy(be, p->segs[k].graph);
+    fbx_free(p->segs[k].prev.w);
+    fbx_free(p->segs[k].cap.w);
+  }
+  fbx_free(p->segs);
+  fbx_free(p->seg_at);
+  fbx_free(p->sig_at);
+  fbx_free(p->shape_h);
+  fbx_free(p->shape_h_prev);
+  fbx_free(p->dyn);
   fbx_free(p->sig.w);
-  fbx_free(p->sig_prev.w);
-  fbx_free(p->sig_graph.w);
   fbx_free(p->steps);
   fbx_free(p->states);
   fbx_free(p->prepared);
@@ -314,6 +323,23 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
+  if (be->vt->graph_begin) { /* graph segments (ir_exec.c) */
+    size_t ns = (size_t)p->n_steps + 1;
+    p->sig_at = fbx_calloc(ns, sizeof(int));
+    p->shape_h = fbx_calloc(ns, sizeof(uint64_t));
+    p->shape_h_prev = fbx_calloc(ns, sizeof(uint64_t));
+    p->dyn = fbx_calloc(ns, sizeof(bool));
+    p->seg_at = fbx_malloc(ns * sizeof(int));
+    p->segs = fbx_calloc(ns, sizeof(fbx__ir_seg));
+    if (!p->sig_at || !p->shape_h || !p->shape_h_prev || !p->dyn || !p->seg_at || !p->segs) {
+      st = FBX_ERR_OOM();
+      goto fail;
+    }
+    for (size_t s = 0; s < ns; s++) p->seg_at[s] = -1;
+    p->reseg = true;
+    const char *seg_env = getenv("FUSEBOX_GRAPH_SEGMENTS"); /* read per plan: A/B runs in one process */
+    p->seg_on = !(seg_env && seg_env[0] == '0');
+  }
   if (fbx_trace_enabled()) fbx__ir_plan_warn_composed(p);
   if (p->host_step && (st = fbx__ir_plan_host_steps(p))) goto fail;
 

@@ -27,6 +27,18 @@ typedef struct fbx__ir_sig {
   int n, cap;
 } fbx__ir_sig;
 
+/* A graph segment (ir_exec.c): steps [s0, s1) whose launch shapes never
+ * changed between runs, captured into one backend graph once two runs in a
+ * row enqueued the same work there, and replayed while they still do. */
+typedef struct fbx__ir_seg {
+  int s0, s1;                /* step indices */
+  fbx__ir_sig prev, cap;     /* its words in the last run / in the captured graph */
+  bool have_prev, stable;    /* stable: the last two runs' words were equal (capture next) */
+  bool off;                  /* never captured again (a capture failed, or too many misses) */
+  int misses;                /* replays refused because the work changed */
+  fbx_backend_graph *graph;  /* or NULL */
+} fbx__ir_seg;
+
 typedef enum fbx__ir_mode {
   FBX__IR_RUN,      /* enqueue every step */
   FBX__IR_DRY,      /* shapes, bindings, host steps and the signature only: the device work is replayed */
@@ -62,10 +74,18 @@ typedef struct fbx__ir_plan {
   int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
   /* Graphs (backends with graph_begin; see ir_exec.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
-  fbx__ir_sig sig, sig_prev, sig_graph;/* this pass, the previous run, the captured graph */
-  fbx_backend_graph *graph;            /* the captured device work, or NULL */
-  bool graph_stable;                   /* the last two runs had equal signatures: capture next */
-  bool graph_off;                      /* this plan cannot be captured (read-backs, or a capture failed) */
+  fbx__ir_sig sig;                     /* this run's words, step after step */
+  int *sig_at;                         /* per step index: where its words start in sig (this run) */
+  uint64_t *shape_h, *shape_h_prev;    /* per step index: hash of its launch shapes, this run / the last */
+  uint64_t cur_h;                      /* the hash of the step being recorded */
+  bool *dyn;                           /* per step index: its shapes changed between two runs (sticky) */
+  int *seg_at;                         /* per step index: the segment starting there, or -1 */
+  fbx__ir_seg *segs; int n_segs;       /* graph segments, in step order */
+  bool reseg;                          /* dyn changed (or no segments yet): rebuild them at the next run */
+  bool seg_on;                         /* steps may become dynamic (FUSEBOX_GRAPH_SEGMENTS=0: never, so a
+                                          plan whose shapes change never captures; for A/B measurements) */
+  int64_t n_runs;                      /* runs with graphs on, so far */
+  bool graph_off;                      /* this plan cannot be captured (read-backs) */
   int64_t run_captures, run_replays;   /* this run's graph counters */
   /* cache bookkeeping (ir_compiled.c) */
   fbx_ir_path path;
