@@ -244,6 +244,21 @@ static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clo
   return NULL;
 }
 
+/* Whether view step n (p->view) is one this run: TRANSPOSE only when the
+ * dims of its input that are not 1 keep their order. */
+static bool fbx__ir_is_view(const fbx_ir_node *n, const fbx_tensor *x) {
+  if (n->op != FBX_IR_OP_TRANSPOSE) return true;
+  int last = -1;
+  for (int d = 0; d < x->rank; d++) {
+    int src = n->params.transpose.perm[d];
+    if (src < 0 || src >= x->rank) return false;
+    if (x->dims[src] == 1) continue;
+    if (src < last) return false;
+    last = src;
+  }
+  return true;
+}
+
 /* clock: NULL when not tracing; else the end of the previous step (or the
  * plan's start), which this step's span starts at: a span covers the node's
  * whole step (shape inference, output binding, kernel), so the spans of a
@@ -274,10 +289,14 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   if (data_mask) /* kernels read device memory, not our host copies */
     for (int i = 0; i < n->n_inputs; i++)
       if (n->inputs[i] != FBX_IR_NONE) in[i].data = p->rt[n->inputs[i]].data;
+  bool view = p->view && p->view[nid] && fbx__ir_is_view(n, &in[0]) &&
+              fbx__ir_tensor_bytes(&out[0]) == fbx__ir_tensor_bytes(&in[0]);
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
     size_t need = fbx__ir_tensor_bytes(&out[o]);
-    if (p->direct_out[v]) {
+    if (view) { /* the input's buffer, read in place (ir_plan.c keeps it alive) */
+      out[o].data = in[0].data;
+    } else if (p->direct_out[v]) {
       void *d = NULL;
       FBX_TRY(output_fn(output_ctx, p->out_pos[v], &out[o], &d));
       if (!d && need) return FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
@@ -297,6 +316,15 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
     FBX_TRY(fbx__ir_sig_tensors(p, out, n->n_outputs));
   }
   if (p->mode == FBX__IR_DRY) return NULL; /* replayed from the graph */
+  if (view) { /* nothing to enqueue */
+    if (clock) {
+      fbx_kernel_info vi = {.variant = "view", .reason = "zero-copy: the output is its input's buffer"};
+      uint64_t t1 = fbx_trace_now_ns();
+      fbx__ir_trace_step(p, nid, in, n->n_inputs, out, n->n_outputs, &vi, *clock, t1);
+      *clock = t1;
+    }
+    return NULL;
+  }
   fbx_kernel_info info = {0};
   if (clock) {
     fbx_status *st = be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, &info);

@@ -79,6 +79,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->in_cap);
   fbx_free(p->host_step);
   fbx_free(p->need_dev);
+  fbx_free(p->view);
   fbx_free(p->in_dev);
   fbx_free(p->hdata);
   fbx_free(p->host_ptr);
@@ -198,6 +199,30 @@ static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
   return NULL;
 }
 
+/* View steps (non-host-visible backends: the CPU path keeps its kernels):
+ * ops whose output has its input's bytes in the same order. TRANSPOSE is a
+ * view only when its perm keeps the order of the dims that are not 1,
+ * which the executor checks per run; the plan assumes it may be one. */
+static bool fbx__ir_view_op(fbx_ir_op op) {
+  switch (op) {
+    case FBX_IR_OP_RESHAPE: case FBX_IR_OP_SQUEEZE: case FBX_IR_OP_UNSQUEEZE: case FBX_IR_OP_FLATTEN:
+    case FBX_IR_OP_TRANSPOSE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static void fbx__ir_plan_views(fbx__ir_plan *p) {
+  fbx_ir_graph *g = p->g;
+  for (int s = 0; s < p->n_steps; s++) {
+    int nid = p->steps[s];
+    const fbx_ir_node *n = &g->nodes[nid];
+    p->view[nid] = fbx__ir_view_op(n->op) && !p->host_step[nid] && n->n_inputs >= 1 && n->n_outputs == 1 &&
+                   n->inputs[0] != FBX_IR_NONE && g->values[n->inputs[0]].dtype == g->values[n->outputs[0]].dtype;
+  }
+}
+
 /* Liveness-based slot assignment. A value gets a slot unless it is written
  * straight into an output buffer. Slots are freed after a value's last use
  * (never for values copied out at the end); an output never shares a slot
@@ -221,6 +246,13 @@ static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
       if (n->inputs[i] != FBX_IR_NONE) last[n->inputs[i]] = s;
   }
   for (int i = 0; i < g->n_outputs; i++) last[g->outputs[i]] = p->n_steps; /* live to the end */
+  if (p->view) /* a view's input lives as long as the view (chains: later views first) */
+    for (int s = p->n_steps - 1; s >= 0; s--) {
+      const fbx_ir_node *n = &g->nodes[p->steps[s]];
+      if (!p->view[p->steps[s]]) continue;
+      int vi = n->inputs[0], vo = n->outputs[0];
+      if (last[vo] > last[vi]) last[vi] = last[vo];
+    }
   int n_free = 0;
   for (int s = 0; s < p->n_steps; s++) {
     const fbx_ir_node *n = &g->nodes[p->steps[s]];
@@ -312,7 +344,8 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     p->hdata = fbx_calloc(nv, sizeof(void *));
     p->host_ptr = fbx_calloc(nv, sizeof(void *));
     p->host_cap = fbx_calloc(nv, sizeof(size_t));
-    if (!p->host_step || !p->need_dev || !p->in_dev || !p->hdata || !p->host_ptr || !p->host_cap) {
+    p->view = fbx_calloc(nn, sizeof(bool));
+    if (!p->host_step || !p->need_dev || !p->in_dev || !p->hdata || !p->host_ptr || !p->host_cap || !p->view) {
       st = FBX_ERR_OOM();
       goto fail;
     }
@@ -342,6 +375,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   }
   if (fbx_trace_enabled()) fbx__ir_plan_warn_composed(p);
   if (p->host_step && (st = fbx__ir_plan_host_steps(p))) goto fail;
+  if (p->view) fbx__ir_plan_views(p);
 
   for (int i = 0; i < g->n_outputs; i++) {
     int v = g->outputs[i];

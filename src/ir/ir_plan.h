@@ -67,6 +67,9 @@ typedef struct fbx__ir_plan {
   fbx_backend *host;                   /* runs the host steps; NULL: shape data is read back instead */
   bool *host_step;                     /* per node id: runs on host (its outputs are shape data, or feed some) */
   bool *need_dev;                      /* per value id: some device step reads it (host values are uploaded) */
+  bool *view;                          /* per node id: a device step whose output may be its input's buffer
+                                          (Reshape/Squeeze/Unsqueeze/Flatten always, Transpose when it only
+                                          moves size-1 dims): no kernel, and the input lives as long as it */
   bool *in_dev;                        /* per graph input: uploaded (a device step reads it) */
   void **hdata;                        /* per value id: host copy valid in this run (inputs, constants,
                                           host-step outputs, read-backs), or NULL */

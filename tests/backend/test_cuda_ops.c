@@ -71,6 +71,8 @@ static fbx_tensor i64s(int n, const int64_t *v) {
 #define I64S(...) i64s((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 
 /* ---- running one node on a backend ---- */
+static bool g_prep_b; /* node_prepare the node on the device with input 1 constant (a MatMul weight) */
+
 static fbx_status *run_on(fbx_backend *be, const fbx_ir_node *nd, const fbx_tensor *in, int n_in, fbx_tensor *out,
                           int n_out) {
   fbx_tensor din[FBX_IR_MAX_INPUTS], dout[FBX_IR_MAX_OUTPUTS];
@@ -93,8 +95,16 @@ static fbx_status *run_on(fbx_backend *be, const fbx_ir_node *nd, const fbx_tens
     if ((st = be->vt->buffer_alloc(be, fbx_tensor_nbytes(&out[o]), &dout[o].data))) goto done;
   }
   fbx_kernel_info info;
-  if ((st = be->vt->run_node(be, nd, NULL, din, n_in, dout, n_out, &info))) goto done;
-  if ((st = be->vt->synchronize(be))) goto done;
+  void *state = NULL;
+  if (dev && g_prep_b && be->vt->node_prepare) {
+    const fbx_tensor *ci[FBX_IR_MAX_INPUTS] = {0};
+    ci[1] = &in[1];
+    if ((st = be->vt->node_prepare(be, nd, ci, din, &state))) goto done;
+  }
+  st = be->vt->run_node(be, nd, state, din, n_in, dout, n_out, &info);
+  if (!st) st = be->vt->synchronize(be);
+  if (state && be->vt->node_release) be->vt->node_release(be, nd, state);
+  if (st) goto done;
   for (int o = 0; o < n_out && dev; o++)
     if ((st = be->vt->copy_to_host(be, out[o].data, dout[o].data, fbx_tensor_nbytes(&out[o])))) goto done;
 done:
@@ -321,6 +331,28 @@ static void test_matmul(void) {
   }
   fbx_ir_params gt = {.matmul = {.trans_a = 1, .alpha = 1.f}};
   CASE("MATMUL trans_a batched (3,9,6)^T x (3,9,5)", FBX_IR_OP_MATMUL, &gt, 1e-5, frnd(T(FBX_DTYPE_F32, 3, 9, 6)), frnd(T(FBX_DTYPE_F32, 3, 9, 5)));
+  /* M = 1: the GEMV kernels (cuda_gemv.cu), decode's shapes among them */
+  CASE("MATMUL gemv attention q.K^T (1,12,1,64)x(1,12,64,130)", FBX_IR_OP_MATMUL, &p, 1e-5,
+       frnd(T(FBX_DTYPE_F32, 1, 12, 1, 64)), frnd(T(FBX_DTYPE_F32, 1, 12, 64, 130)));
+  CASE("MATMUL gemv attention P.V (1,12,1,130)x(1,12,130,64)", FBX_IR_OP_MATMUL, &p, 1e-5,
+       frnd(T(FBX_DTYPE_F32, 1, 12, 1, 130)), frnd(T(FBX_DTYPE_F32, 1, 12, 130, 64)));
+  CASE("MATMUL gemv K=13 N=70 (1,1,13)x(13,70)", FBX_IR_OP_MATMUL, &p, 1e-5, frnd(T(FBX_DTYPE_F32, 1, 1, 13)),
+       frnd(T(FBX_DTYPE_F32, 13, 70)));
+  CASE("MATMUL gemv broadcast A (1,1,1,9)x(3,9,5)", FBX_IR_OP_MATMUL, &p, 1e-5, frnd(T(FBX_DTYPE_F32, 1, 1, 1, 9)),
+       frnd(T(FBX_DTYPE_F32, 3, 9, 5)));
+  fbx_ir_params gb = {.matmul = {.trans_b = 1, .alpha = 0.5f}};
+  CASE("MATMUL gemv trans_b alpha 0.5 (1,768)x(300,768)^T", FBX_IR_OP_MATMUL, &gb, TOL_BIG_K,
+       frnd(T(FBX_DTYPE_F32, 1, 768)), frnd(T(FBX_DTYPE_F32, 300, 768)));
+  CASE("MATMUL gemv trans_b K=7 (2,1,7)x(2,5,7)^T", FBX_IR_OP_MATMUL, &gb, 1e-5, frnd(T(FBX_DTYPE_F32, 2, 1, 7)),
+       frnd(T(FBX_DTYPE_F32, 2, 5, 7)));
+  g_prep_b = true; /* constant weights: transposed at node_prepare */
+  CASE("MATMUL gemv prepared weight (1,1,768)x(768,2048)", FBX_IR_OP_MATMUL, &p, TOL_BIG_K,
+       frnd(T(FBX_DTYPE_F32, 1, 1, 768)), frnd(T(FBX_DTYPE_F32, 768, 2048)));
+  CASE("MATMUL gemv prepared weight, 2 rows (2,1,64)x(64,250)", FBX_IR_OP_MATMUL, &p, 1e-5,
+       frnd(T(FBX_DTYPE_F32, 2, 1, 64)), frnd(T(FBX_DTYPE_F32, 64, 250)));
+  CASE("MATMUL prepared weight, M=5: cuBLASLt (5,64)x(64,250)", FBX_IR_OP_MATMUL, &p, 1e-5,
+       frnd(T(FBX_DTYPE_F32, 5, 64)), frnd(T(FBX_DTYPE_F32, 64, 250)));
+  g_prep_b = false;
 }
 
 /* ---- softmax, norms, reductions ---- */
@@ -396,6 +428,19 @@ static void test_movement(void) {
        frnd(T(FBX_DTYPE_F32, 2, 2, 3)));
   fbx_ir_params c0 = {.axis = {.axis = 0}};
   CASE("CONCAT i64 axis 0 with an empty part", FBX_IR_OP_CONCAT, &c0, 0, I64S(1, 2), T(FBX_DTYPE_I64, 0), I64S(3));
+  fbx_ir_params c2 = {.axis = {.axis = 2}}, c3 = {.axis = {.axis = 3}};
+  CASE("CONCAT KV cache (1,12,130,64)+(1,12,1,64) axis 2", FBX_IR_OP_CONCAT, &c2, 0,
+       frnd(T(FBX_DTYPE_F32, 1, 12, 130, 64)), frnd(T(FBX_DTYPE_F32, 1, 12, 1, 64)));
+  CASE("CONCAT rotary halves (1,12,1,32)x2 axis 3", FBX_IR_OP_CONCAT, &c3, 0, frnd(T(FBX_DTYPE_F32, 1, 12, 1, 32)),
+       frnd(T(FBX_DTYPE_F32, 1, 12, 1, 32)));
+  CASE("CONCAT bool axis 1", FBX_IR_OP_CONCAT, &c1, 0, fill(T(FBX_DTYPE_BOOL, 3, 2), 0, 1),
+       fill(T(FBX_DTYPE_BOOL, 3, 5), 0, 1));
+  CASE("CONCAT f16 axis 0", FBX_IR_OP_CONCAT, &c0, 0, frnd(T(FBX_DTYPE_F16, 3, 4)), frnd(T(FBX_DTYPE_F16, 1, 4)));
+  { /* more parts than one launch takes: the 2-D copies */
+    fbx_tensor in[18];
+    for (int i = 0; i < 18; i++) in[i] = frnd(T(FBX_DTYPE_F32, 2, 1 + i % 3));
+    diff_case("CONCAT 18 parts axis 1 (memcpy2d)", FBX_IR_OP_CONCAT, &c1, in, 18, 1, 0);
+  }
   {
     fbx_tensor in[] = {frnd(T(FBX_DTYPE_F32, 2, 6, 3)), I64S(1, 3, 2)};
     diff_case("SPLIT (2,6,3) axis 1 sizes 1,3,2", FBX_IR_OP_SPLIT, &c1, in, 2, 3, 0);

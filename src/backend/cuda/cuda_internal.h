@@ -99,6 +99,9 @@ fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, cons
 void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state);
 /* Copies t's host mirror into dst when t is a mirrored constant of bytes bytes. */
 bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes);
+/* A MATMUL's constant 2-D B (K, N), transposed to (N, K) at node_prepare for the
+ * GEMV kernel, when b is that constant's device copy; else NULL. */
+const float *fbx_cuda_mirror_bt(const fbx_cuda_mirror *m, const void *b, int64_t K, int64_t N);
 
 /* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
 /* Takes c->lock, first waiting while another thread captures on the stream. */

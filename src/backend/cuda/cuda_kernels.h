@@ -71,6 +71,20 @@ typedef struct fbx_cuda_copy_args {
 
 int fbx_cuda_launch_copy(const fbx_cuda_copy_args *a, cudaStream_t s);
 
+/* Concat along one axis in one launch: the output viewed (outer, pitch) in
+ * elements, part p filling columns [off[p], off[p+1]) of every row from its
+ * own (outer, off[p+1] - off[p]) buffer. */
+#define FBX_CUDA_CONCAT_MAX 16
+typedef struct fbx_cuda_concat_args {
+  int64_t n, pitch;            /* output elements; elements per output row */
+  int n_parts, esize;          /* esize: 1, 2, 4 or 8 bytes */
+  int64_t off[FBX_CUDA_CONCAT_MAX + 1];
+  const void *src[FBX_CUDA_CONCAT_MAX];
+  void *y;
+} fbx_cuda_concat_args;
+
+int fbx_cuda_launch_concat(const fbx_cuda_concat_args *a, cudaStream_t s);
+
 /* Gather along one axis: x viewed (outer, axis_len, inner), indices n_idx
  * (I64 or I32), y (outer, n_idx, inner). Out-of-range indices write zeros
  * and set *err_flag to 1 (checked at synchronize). */
@@ -81,6 +95,13 @@ int fbx_cuda_launch_fill(void *y, int esize, uint64_t value_bits, int64_t n, cud
 /* y[i] = start + i * delta, as kind ek (F32, I64, I32). */
 int fbx_cuda_launch_range(void *y, int ek, double startf, double deltaf, int64_t starti, int64_t deltai,
                           int64_t n, cudaStream_t s);
+
+/* ---- GEMV-shaped MatMul (cuda_gemv.cu), float32 ----
+ * y[b*sy + n] = alpha * sum_k x[b*sx + k] * Bop(b, k, n) for n < N, b < batch (<= 65535), where
+ * Bop(b, k, n) = B[b*sb + n*K + k] when b_nk (B stored (N, K)), else B[b*sb + k*N + n].
+ * Strides in elements (0 = broadcast). */
+int fbx_cuda_launch_gemv(const float *x, const float *B, float *y, int64_t N, int64_t K, int64_t batch,
+                         int64_t sx, int64_t sb, int64_t sy, float alpha, int b_nk, cudaStream_t s);
 
 /* ---- softmax / norms / reductions (cuda_norm.cu), float32 ---- */
 /* x viewed (outer, n, inner); softmax over n. log_mode 1 = LogSoftmax, 2 = Hardmax. */

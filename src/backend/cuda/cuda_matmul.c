@@ -158,6 +158,19 @@ fbx_status *fbx_cuda_k_matmul(FBX_CUDA_KERNEL_ARGS) {
   int64_t lda = ta ? M : K, ldb = tb ? K : N;
   const float *a = A->data, *b = B->data;
   float *y = Y->data;
+  /* one row of A per batch (decode): our GEMV (cuda_gemv.cu) when the batches are all
+   * distinct or all shared; a constant weight reads its transposed copy (node_prepare) */
+  bool a_ok = sa == nbatch || sa == 1, b_ok = sb == nbatch || sb == 1;
+  if (M == 1 && !ta && a_ok && b_ok && nbatch <= 65535 && (nbatch <= 4 || sb == nbatch)) {
+    const float *bt = sb == 1 && !tb ? fbx_cuda_mirror_bt(c->mirror, b, K, N) : NULL;
+    int64_t sx = sa == 1 ? 0 : K, sbb = sb == 1 ? 0 : K * N;
+    bool nk = bt || tb;
+    info->variant = nk ? "gemv_nk_f32" : "gemv_kn_f32";
+    info->reason = bt ? "M=1: weight transposed at prepare, one warp per output"
+                      : tb ? "M=1: B^T rows, one warp per output" : "M=1: columns of B, k split in the block";
+    return fbx_cuda_launched(fbx_cuda_launch_gemv(a, bt ? bt : b, y, N, K, nbatch, sx, sbb, N, alpha, nk, c->stream),
+                             "MATMUL gemv");
+  }
   /* B shared by every batch and A not transposed: one GEMM with M * batch rows */
   if (sb == 1 && !ta && nbatch > 1 && sa == nbatch) {
     info->reason = "batch folded into M";

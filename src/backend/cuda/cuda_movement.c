@@ -155,7 +155,32 @@ static fbx_status *fbx__mv_parts(fbx_cuda_ctx *c, const fbx_tensor *whole, const
   return NULL;
 }
 
+/* One kernel for the whole concat (a 2-D copy per part costs a launch each;
+ * decode concatenates its KV cache and its rotary halves every layer). */
 fbx_status *fbx_cuda_k_concat(FBX_CUDA_KERNEL_ARGS) {
+  const fbx_tensor *y = &out[0];
+  int axis = node->params.axis.axis;
+  if (n_in <= FBX_CUDA_CONCAT_MAX && axis >= 0 && axis < y->rank) {
+    fbx_cuda_concat_args a;
+    memset(&a, 0, sizeof a);
+    int64_t inner = 1;
+    for (int d = axis + 1; d < y->rank; d++) inner *= y->dims[d];
+    a.n = fbx_tensor_numel(y);
+    a.pitch = y->dims[axis] * inner;
+    a.esize = (int)fbx_dtype_size(y->dtype);
+    a.y = y->data;
+    for (int i = 0; i < n_in; i++) {
+      if (in[i].rank < 0) continue;
+      a.src[a.n_parts] = in[i].data;
+      a.off[a.n_parts + 1] = a.off[a.n_parts] + in[i].dims[axis] * inner;
+      a.n_parts++;
+    }
+    if (a.n_parts > 0 && a.off[a.n_parts] == a.pitch) {
+      info->variant = "concat_kernel";
+      info->reason = "all parts in one launch";
+      return fbx_cuda_launched(fbx_cuda_launch_concat(&a, c->stream), "CONCAT");
+    }
+  }
   info->variant = "memcpy2d";
   return fbx__mv_parts(c, &out[0], in, n_in, node->params.axis.axis, true);
 }

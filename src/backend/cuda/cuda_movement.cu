@@ -26,6 +26,18 @@ template <typename T> __global__ void copy_kernel(const fbx_cuda_copy_args a) {
   }
 }
 
+template <typename T> __global__ void concat_kernel(const fbx_cuda_concat_args a) {
+  T *y = (T *)a.y;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.n;
+       i += (long long)gridDim.x * blockDim.x) {
+    long long o = i / a.pitch, j = i - o * a.pitch;
+    int p = 0;
+    while (p + 1 < a.n_parts && j >= a.off[p + 1]) p++;
+    long long w = a.off[p + 1] - a.off[p];
+    y[i] = ((const T *)a.src[p])[o * w + (j - a.off[p])];
+  }
+}
+
 template <typename T>
 __global__ void gather_kernel(const T *x, const void *idx, int idx_i64, T *y, long long outer, long long A,
                               long long inner, long long ni, int *err) {
@@ -69,6 +81,19 @@ extern "C" int fbx_cuda_launch_copy(const fbx_cuda_copy_args *a, cudaStream_t s)
     case 2: copy_kernel<unsigned short><<<g, 256, 0, s>>>(*a); break;
     case 4: copy_kernel<unsigned int><<<g, 256, 0, s>>>(*a); break;
     case 8: copy_kernel<unsigned long long><<<g, 256, 0, s>>>(*a); break;
+    default: return (int)cudaErrorInvalidValue;
+  }
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fbx_cuda_launch_concat(const fbx_cuda_concat_args *a, cudaStream_t s) {
+  if (a->n <= 0) return 0;
+  unsigned g = grid_for(a->n);
+  switch (a->esize) {
+    case 1: concat_kernel<unsigned char><<<g, 256, 0, s>>>(*a); break;
+    case 2: concat_kernel<unsigned short><<<g, 256, 0, s>>>(*a); break;
+    case 4: concat_kernel<unsigned int><<<g, 256, 0, s>>>(*a); break;
+    case 8: concat_kernel<unsigned long long><<<g, 256, 0, s>>>(*a); break;
     default: return (int)cudaErrorInvalidValue;
   }
   return (int)cudaGetLastError();
