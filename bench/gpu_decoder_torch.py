@@ -152,7 +152,7 @@ def ort_session(ort, model, fusebox_dev):
     return ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
 
 
-def run_ort(ort, sess, layers, past, steps, prompt):
+def run_ort(ort, sess, layers, past, steps, prompt, profile=None):
     """Prefill the prompt (past tokens) in one run, then a greedy decode of `steps` tokens;
     tokens/s of the decode (host buffers: ORT copies in and out each run)."""
     ids = np.array([prompt[:past]], dtype=np.int64)
@@ -188,7 +188,36 @@ def run_ort(ort, sess, layers, past, steps, prompt):
     toks, logits = decode(steps, prompt[past - 1], kvs, past)
     dt = time.perf_counter() - t0
     assert names[0] == "logits"
+    if profile:
+        profile(lambda: decode(8, prompt[past - 1], kvs, past))
     return steps / dt, toks
+
+
+def gpu_profile(torch, fn, steps=8):
+    """Every kernel and copy of fn() on the GPU (CUPTI through torch.profiler sees the whole
+    process, Fusebox's launches too), summed by name, per decode step."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    rows = []
+    for e in prof.key_averages():
+        dt = getattr(e, "self_device_time_total", None)
+        if dt is None:
+            dt = getattr(e, "self_cuda_time_total", 0)
+        if dt > 0:
+            rows.append((dt, e.count, e.key))
+    rows.sort(reverse=True)
+    tot = sum(r[0] for r in rows)
+    n = sum(r[1] for r in rows)
+    print("[profile] %d steps under the profiler: wall %.2f ms/step; GPU busy %.2f ms/step in %.0f launches/step"
+          % (steps, 1e3 * wall / steps, tot / 1e3 / steps, n / steps))
+    for dt, cnt, key in rows[:30]:
+        print("[profile] %8.1f us/step %6.1f calls/step  %5.1f%%  %s"
+              % (dt / steps, cnt / steps, 100.0 * dt / max(tot, 1e-9), key[:110]))
 
 
 def read_bandwidth(torch, dev):
@@ -218,6 +247,7 @@ def main():
     ap.add_argument("--ort-cpu", action="store_true", help="also ORT's CPU EP (slow on big models)")
     ap.add_argument("--no-fusebox", action="store_true")
     ap.add_argument("--fusebox-ab", action="store_true", help="also Fusebox without graph segments")
+    ap.add_argument("--profile", action="store_true", help="GPU time by kernel of 8 Fusebox decode steps")
     a = ap.parse_args()
 
     import torch
@@ -265,7 +295,8 @@ def main():
             sess = ort_session(ort, a.model, fdev)
             print("[bench] Fusebox session %.1f s, providers %s" % (time.time() - t0, sess.get_providers()),
                   flush=True)
-            tps, toks = run_ort(ort, sess, layers, a.past, a.steps, prompt)
+            prof = (lambda fn: gpu_profile(torch, fn)) if a.profile and seg == "1" else None
+            tps, toks = run_ort(ort, sess, layers, a.past, a.steps, prompt, prof)
             toks_ref = toks_ref or toks
             report(name, tps, 4, "(host buffers: ORT copies the KV cache each run; tokens %s)"
                    % ("same" if toks == toks_ref else "DIFFER"))
