@@ -306,7 +306,7 @@ def main():
             tps, toks_cpu = run_ort(ort, sess, layers, a.past, a.steps, prompt)
             report("onnxruntime CPU EP fp32", tps, 4, "tokens %s Fusebox's" % ("==" if toks_cpu == toks_ref else "!="))
             del sess
-    for dt in a.dtypes.split(","):
+    for dt in [x for x in a.dtypes.split(",") if x and x != "none"]:
         for mode in a.torch_modes.split(","):
             try:
                 tps, warm, toks = run_torch(torch, w, layers, heads, dt, mode, a.past, a.steps, dev, prompt)

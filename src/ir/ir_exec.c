@@ -64,17 +64,24 @@ static fbx_status *fbx__ir_buf_ensure(fbx__ir_plan *p, void **ptr, size_t *cap, 
   return NULL;
 }
 
-/* The same for the plan-owned host buffer of value v (host steps, read-backs). */
+/* The same for the plan-owned host buffer of value v (host steps, read-backs).
+ * A value that device steps read is uploaded from it, so it is pinned host
+ * memory (FBX_BUFT_HOST_PINNED, where the backend has it): the upload is an
+ * asynchronous DMA, also inside a captured graph (from pageable memory a
+ * graph's copy stalls its launch). fbx__ir_host_free frees either kind. */
 static fbx_status *fbx__ir_host_ensure(fbx__ir_plan *p, int v, size_t need) {
   if (p->host_ptr[v] && p->host_cap[v] >= need) return NULL;
   size_t nc = p->host_cap[v] + p->host_cap[v] / 2;
   if (nc < need) nc = need;
   if (nc < 64) nc = 64;
   nc = (nc + 63) & ~(size_t)63;
-  fbx_free_aligned(p->host_ptr[v]);
-  p->host_cap[v] = 0;
+  fbx__ir_host_free(p, v);
   p->run_allocs++;
-  if (!(p->host_ptr[v] = fbx_malloc_aligned(nc))) return FBX_ERR_OOM();
+  if (p->need_dev[v]) {
+    FBX_TRY(fbx_backend_host_alloc(p->be, FBX_BUFT_HOST_PINNED, nc, &p->host_ptr[v]));
+  } else if (!(p->host_ptr[v] = fbx_malloc_aligned(nc))) {
+    return FBX_ERR_OOM();
+  }
   p->host_cap[v] = nc;
   return NULL;
 }

@@ -33,6 +33,14 @@ static fbx_status *fbx__ir_graph_clone(const fbx_ir_graph *src, fbx_ir_graph **o
   return NULL;
 }
 
+void fbx__ir_host_free(fbx__ir_plan *p, int v) {
+  if (!p->host_ptr[v]) return;
+  if (p->need_dev[v]) fbx_backend_host_free(p->be, FBX_BUFT_HOST_PINNED, p->host_ptr[v]);
+  else fbx_free_aligned(p->host_ptr[v]);
+  p->host_ptr[v] = NULL;
+  p->host_cap[v] = 0;
+}
+
 void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   if (!p) return;
   fbx_backend *be = p->be;
@@ -50,7 +58,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
     for (int i = 0; i < p->g->n_inputs; i++)
       if (p->in_buf[i]) be->vt->buffer_free(be, p->in_buf[i]);
   if (p->host_ptr)
-    for (int v = 0; v < p->g->n_values; v++) fbx_free_aligned(p->host_ptr[v]);
+    for (int v = 0; v < p->g->n_values; v++) fbx__ir_host_free(p, v);
   for (int k = 0; k < p->n_segs; k++) {
     if (p->segs[k].graph) be->vt->graph_destroy(be, p->segs[k].graph);
     fbx_free(p->segs[k].prev.w);

@@ -136,6 +136,8 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *g, fbx_backend *be, void *const *co
                                fbx__ir_prep_cache *prep, const fbx__ir_plan_opts *o, const fbx_tensor *inputs,
                                int n_inputs, fbx__ir_plan **out);
 void fbx__ir_plan_destroy(fbx__ir_plan *p);
+/* Frees the plan-owned host buffer of value v (pinned when device steps read v). */
+void fbx__ir_host_free(fbx__ir_plan *p, int v);
 
 /* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */
 fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,

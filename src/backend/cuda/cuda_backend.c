@@ -162,6 +162,32 @@ static fbx_status *fbx__cuda_copy_device(fbx_backend *be, void *dst, const void 
   return fbx__cuda_copy(be, dst, src, bytes, cudaMemcpyDeviceToDevice, false, "copy device to device");
 }
 
+/* Host staging buffers: pinned (cudaMallocHost) so copies from them are DMA,
+ * asynchronous and capturable; FBX_BUFT_HOST is plain aligned memory. */
+static fbx_status *fbx__cuda_host_alloc(fbx_backend *be, fbx_buft type, size_t bytes, void **out) {
+  *out = NULL;
+  if (type != FBX_BUFT_HOST_PINNED) {
+    *out = fbx_malloc_aligned(bytes ? bytes : 64);
+    return *out ? NULL : FBX_ERR_OOM();
+  }
+  fbx_cuda_ctx *c = fbx__ctx(be);
+  cudaSetDevice(c->device);
+  return fbx_cuda_check(cudaMallocHost(out, bytes ? bytes : 64), "cudaMallocHost");
+}
+
+static void fbx__cuda_host_free(fbx_backend *be, fbx_buft type, void *p) {
+  (void)be;
+  if (!p) return;
+  if (type == FBX_BUFT_HOST_PINNED) cudaFreeHost(p); /* the executor frees after a synchronize */
+  else fbx_free_aligned(p);
+}
+
+/* Enqueued in stream order; from pinned memory it returns at once (the caller keeps src
+ * unchanged until a synchronize), from pageable memory once src is staged. */
+static fbx_status *fbx__cuda_copy_from_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  return fbx__cuda_copy(be, dst, src, bytes, cudaMemcpyHostToDevice, false, "copy host to device");
+}
+
 static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, void *state, const fbx_tensor *inputs,
                                       int n_inputs, fbx_tensor *outputs, int n_outputs, fbx_kernel_info *info) {
   fbx_cuda_ctx *c = fbx__ctx(be);
@@ -263,6 +289,9 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .destroy = fbx__cuda_destroy,
     .supports_epilogue = NULL,
     .supports = fbx__cuda_vt_supports,
+    .host_alloc = fbx__cuda_host_alloc,
+    .host_free = fbx__cuda_host_free,
+    .copy_from_host_async = fbx__cuda_copy_from_host_async,
     .graph_begin = fbx_cuda_graph_begin,
     .graph_end = fbx_cuda_graph_end,
     .graph_launch = fbx_cuda_graph_launch,
