@@ -287,7 +287,7 @@ def main():
         fdev = [x for x in ort.get_ep_devices() if x.ep_name == "FuseboxExecutionProvider"]
         import os
         variants = [("1", "fusebox device=cuda fp32")]
-        if a.fusebox_ab:  # the same build without graph segments (FUSEBOX_GRAPH_SEGMENTS=0: ir_exec.c)
+        if a.fusebox_ab:  # the same build without graph segments (FUSEBOX_GRAPH_SEGMENTS=0: src/exec/exec_run.c)
             variants.append(("0", "fusebox fp32, no graph segments"))
         for seg, name in variants:
             os.environ["FUSEBOX_GRAPH_SEGMENTS"] = seg  # read when a plan is built (first run)

@@ -7,7 +7,7 @@
  *    0 allocations and 1 host synchronisation, and new input values seen;
  *  - a 64-step decode with a growing past: right at every step, 1 host
  *    synchronisation per step; the steps that do not read the past form one
- *    graph segment (ir_exec.c), captured once and replayed in every step
+ *    graph segment (exec_run.c), captured once and replayed in every step
  *    after the fifth; graph counts and the last allocating step printed;
  *  - a decode at a fixed past: no new capture, a replay every run with 0
  *    allocations and 1 host synchronisation. */
@@ -21,7 +21,7 @@
 #include "base/alloc.h"
 #include "common/check.h"
 #include "common/graph_kv.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 #include "common/exec_outs.h"
 
 enum { D = FBX_TEST_KV_D, MAXL = 80 };

@@ -5,7 +5,7 @@
 
 #include "../base/alloc.h"
 #include "../base/arena.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 #include "../trace/trace.h"
 
 /* Shallow clone: arrays copied into a new arena, constant data, names and
@@ -364,7 +364,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
-  if (be->vt->graph_begin) { /* graph segments (ir_exec.c) */
+  if (be->vt->graph_begin) { /* graph segments (exec_run.c) */
     size_t ns = (size_t)p->n_steps + 1;
     p->sig_at = fbx_calloc(ns, sizeof(int));
     p->shape_h = fbx_calloc(ns, sizeof(uint64_t));

@@ -6,7 +6,7 @@
  *
  * Host-visible backends read inputs in place and write outputs in place. On
  * the others, inputs that device steps read are uploaded, shape-data steps
- * run on the host backend (ir_plan.c, fbx__ir_plan_host_steps), and outputs
+ * run on the host backend (exec_plan.c, fbx__ir_plan_host_steps), and outputs
  * are copied once through the backend. Every buffer is plan-owned and grows
  * geometrically: the steady state allocates nothing (counted per run).
  *
@@ -41,7 +41,7 @@
 
 #include "../base/alloc.h"
 #include "../trace/trace.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 /* Checked (base/checked.h): inputs are validated at run entry, outputs by shape inference. */
 static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbytes(t); }
@@ -301,7 +301,7 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
     size_t need = fbx__ir_tensor_bytes(&out[o]);
-    if (view) { /* the input's buffer, read in place (ir_plan.c keeps it alive) */
+    if (view) { /* the input's buffer, read in place (exec_plan.c keeps it alive) */
       out[o].data = in[0].data;
     } else if (p->direct_out[v]) {
       void *d = NULL;
