@@ -49,6 +49,10 @@ typedef struct fbx_cuda_ctx {
   struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
   pthread_t capturer;         /* the thread whose work the capture records */
   pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
+  int arch;                   /* compute capability x10 (90 on an H100/H200): the generated kernels' target */
+  struct fbx_cuda_rtc_kernel *rtc; /* cuda_ew_rtc.c: generated kernels by key (open addressing) */
+  size_t n_rtc_slots, n_rtc_used;
+  int64_t rtc_made, rtc_disk;  /* kernels generated (compiled or loaded from the disk cache) / of them from disk */
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -99,6 +103,14 @@ fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, cons
 void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state);
 /* Copies t's host mirror into dst when t is a mirrored constant of bytes bytes. */
 bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes);
+
+/* ---- cuda_ew_rtc.c: NVRTC-generated elementwise kernels ---- */
+typedef struct fbx_cuda_rtc_kernel fbx_cuda_rtc_kernel;
+/* Launch a's generated kernel (made on first use). False: not launched (no
+ * NVRTC, a failed compile, or a first use during a capture): run the
+ * interpreter. True: launched, *err = the launch's cudaError_t. */
+bool fbx_cuda_ew_rtc_launch(fbx_cuda_ctx *c, const fbx_cuda_ew_args *a, const fbx_cuda_ew_ins *prog, int *err);
+void fbx_cuda_ew_rtc_destroy(fbx_cuda_ctx *c);
 
 /* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
 /* Takes c->lock, first waiting while another thread captures on the stream. */
