@@ -200,7 +200,11 @@ static void test_unary(void) {
     fbx_ir_ew_program pg = {.n_inputs = 1, .n_instrs = 1, .out_reg = 1, .instrs = &one, .in_dtypes = {FBX_DTYPE_F32}};
     fbx_ir_params fp = {.fused = {.prog = &pg}};
     snprintf(what, sizeof what, "FUSED_EW[%s] f32 (3,5,7)", fbx_ir_op_name(op));
-    CASE(what, FBX_IR_OP_FUSED_EW, &fp, 2e-6, x);
+    fbx_tensor x2 = fill(T(FBX_DTYPE_F32, 3, 5, 7), lo, hi); /* CASE consumed x */
+    if (to_bool) {
+      F(&x2)[3] = NAN; F(&x2)[4] = INFINITY; F(&x2)[5] = -INFINITY;
+    }
+    CASE(what, FBX_IR_OP_FUSED_EW, &fp, 2e-6, x2);
   }
   fbx_ir_params g1 = {.ew = {.alpha = 1.f}};
   CASE("GELU tanh f32", FBX_IR_OP_GELU, &g1, 2e-6, fill(T(FBX_DTYPE_F32, 64), -4, 4));
