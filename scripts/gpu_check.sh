@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh BUILD_DIR — the CUDA backend on a machine with an NVIDIA GPU.
 #
-#   1. nvidia-smi, then test_cuda_loader and test_cuda_ops (which must run, not skip);
+#   1. nvidia-smi, then test_cuda_loader, test_cuda_nvrtc and test_cuda_ops (which must run, not
+#      skip), test_cuda_ops again with FUSEBOX_CUDA_NVRTC=off (the interpreter kernel);
 #   2. compute-sanitizer memcheck on test_cuda_ops (when compute-sanitizer is on PATH
 #      or in /usr/local/cuda/bin; said when it is not);
 #   3. `fusebox check MODEL --ep-option device=cuda` (Fusebox on the GPU vs ORT's CPU EP)
@@ -34,7 +35,8 @@ run_case() {
   timeout "${FBX_GPU_TIMEOUT:-600}" "$@" >"$log" 2>&1
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
-  if [ $rc -eq 0 ] && grep -q "SKIP" "$log" && [ "${name#test_cuda_ops}" != "$name" ]; then rc=99; fi
+  # on a GPU machine these must run, not skip
+  case "$name" in test_cuda_ops* | test_cuda_nvrtc*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1)); printf 'PASS  %-64s %6d ms\n' "$name" "$ms"
   else
@@ -48,8 +50,11 @@ echo "== device =="
 nvidia-smi -L 2>&1 || echo "nvidia-smi not found"
 echo "== CUDA backend unit tests =="
 run_case "test_cuda_loader" "$BUILD/tests/test_cuda_loader"
+run_case "test_cuda_nvrtc" "$BUILD/tests/test_cuda_nvrtc"
 run_case "test_cuda_ops" "$BUILD/tests/test_cuda_ops"
 grep -h "ops run on cuda" "$LOG"/test_cuda_ops.log 2>/dev/null
+# the interpreter kernel too: the fused programs run on it where NVRTC cannot make a kernel
+run_case "test_cuda_ops (FUSEBOX_CUDA_NVRTC=off: the interpreter)" env FUSEBOX_CUDA_NVRTC=off "$BUILD/tests/test_cuda_ops"
 if [ -n "$CS" ]; then
   run_case "test_cuda_ops under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
     --leak-check full "$BUILD/tests/test_cuda_ops"

@@ -203,6 +203,18 @@ static void test_unary(void) {
       F(&x)[3] = NAN; F(&x)[4] = INFINITY; F(&x)[5] = -INFINITY;
     }
     CASE(what, op, &p, 2e-6, x);
+    /* the same op as a one-instruction fused program: the kernel NVRTC generates for it
+     * (or the interpreter, with FUSEBOX_CUDA_NVRTC=off) against the CPU backend */
+    bool to_bool = op == FBX_IR_OP_ISNAN || op == FBX_IR_OP_ISINF;
+    fbx_ir_ew_instr one = {.op = op, .a = 0, .dtype = to_bool ? FBX_DTYPE_BOOL : FBX_DTYPE_F32, .params = p};
+    fbx_ir_ew_program pg = {.n_inputs = 1, .n_instrs = 1, .out_reg = 1, .instrs = &one, .in_dtypes = {FBX_DTYPE_F32}};
+    fbx_ir_params fp = {.fused = {.prog = &pg}};
+    snprintf(what, sizeof what, "FUSED_EW[%s] f32 (3,5,7)", fbx_ir_op_name(op));
+    fbx_tensor x2 = fill(T(FBX_DTYPE_F32, 3, 5, 7), lo, hi); /* CASE consumed x */
+    if (to_bool) {
+      F(&x2)[3] = NAN; F(&x2)[4] = INFINITY; F(&x2)[5] = -INFINITY;
+    }
+    CASE(what, FBX_IR_OP_FUSED_EW, &fp, 2e-6, x2);
   }
   fbx_ir_params g1 = {.ew = {.alpha = 1.f}};
   CASE("GELU tanh f32", FBX_IR_OP_GELU, &g1, 2e-6, fill(T(FBX_DTYPE_F32, 64), -4, 4));
@@ -241,6 +253,16 @@ static void test_binary(void) {
     CASE(what, op, NULL, 2e-6, a, b);
     snprintf(what, sizeof what, "%s f32 scalar x (5,6)", fbx_ir_op_name(op));
     CASE(what, op, NULL, 2e-6, fill(tscalar(FBX_DTYPE_F32), lo, 2), fill(T(FBX_DTYPE_F32, 5, 6), lo, 2));
+    /* as a one-instruction fused program (the generated kernel), broadcast both ways */
+    bool to_bool = fbx_ir_op_class(op) == FBX_IR_CLASS_EW2 &&
+                   (op == FBX_IR_OP_EQUAL || op == FBX_IR_OP_LESS || op == FBX_IR_OP_LESS_EQUAL ||
+                    op == FBX_IR_OP_GREATER || op == FBX_IR_OP_GREATER_EQUAL);
+    fbx_ir_ew_instr one = {.op = op, .a = 0, .b = 1, .dtype = to_bool ? FBX_DTYPE_BOOL : FBX_DTYPE_F32};
+    fbx_ir_ew_program pg = {.n_inputs = 2, .n_instrs = 1, .out_reg = 2, .instrs = &one,
+                            .in_dtypes = {FBX_DTYPE_F32, FBX_DTYPE_F32}};
+    fbx_ir_params fp = {.fused = {.prog = &pg}};
+    snprintf(what, sizeof what, "FUSED_EW[%s] f32 (2,3,4) x (3,1)", fbx_ir_op_name(op));
+    CASE(what, FBX_IR_OP_FUSED_EW, &fp, 2e-6, fill(T(FBX_DTYPE_F32, 2, 3, 4), lo, 2), fill(T(FBX_DTYPE_F32, 3, 1), lo, 2));
   }
   fbx_ir_params fm = {.ew = {.alpha = 1.f}};
   CASE("MOD fmod f32", FBX_IR_OP_MOD, &fm, 2e-6, fill(T(FBX_DTYPE_F32, 50), -5, 5), fill(T(FBX_DTYPE_F32, 50), 0.5, 2));

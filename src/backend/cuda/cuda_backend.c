@@ -244,6 +244,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     fbx__cuda_cache_release_all(c);
     fbx_free(c->cached);
     fbx_cuda_gemm_plans_destroy(c);
+    fbx_cuda_ew_rtc_destroy(c);
     if (c->lt) cublasLtDestroy(c->lt);
     cudaFree(c->lt_ws);
     cudaFree(c->params);
@@ -331,6 +332,7 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   struct cudaDeviceProp prop;
   if (!st) st = fbx_cuda_check(cudaGetDeviceProperties(&prop, c->device), "cudaGetDeviceProperties");
   if (!st) snprintf(c->device_name, sizeof c->device_name, "%s", prop.name);
+  if (!st) c->arch = prop.major * 10 + prop.minor;
   if (!st) st = fbx_cuda_check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (!st && cublasLtCreate(&c->lt) != CUBLAS_STATUS_SUCCESS) st = FBX_ERR("device 'cuda': cublasLtCreate failed");
   if (!st) st = fbx_cuda_check(cudaMalloc(&c->lt_ws, c->lt_ws_size), "cuBLASLt workspace");

@@ -1,6 +1,8 @@
 /* Elementwise ops on CUDA: a single EW1/EW2/EW3 node becomes a one-
- * instruction program, FUSED_EW carries its own; both run through the one
- * interpreter kernel in cuda_ew.cu. Broadcasting is resolved here, once per
+ * instruction program and runs through the interpreter kernel in
+ * cuda_ew.cu; FUSED_EW carries its own program and runs a kernel generated
+ * for it with NVRTC (cuda_ew_rtc.c), or the interpreter where none can be
+ * made. Broadcasting is resolved here, once per
  * node, into per-input strides over the output index space. */
 #include <string.h>
 
@@ -105,6 +107,15 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
   if (a.n == 0) {
     fbx_free(owned);
     return NULL;
+  }
+  if (node->op == FBX_IR_OP_FUSED_EW) { /* a kernel generated for this program, when NVRTC makes one */
+    int err = 0;
+    if (fbx_cuda_ew_rtc_launch(c, &a, prog_host, &err)) {
+      fbx_free(owned);
+      info->variant = "ew_fused_nvrtc";
+      info->reason = "fused elementwise program compiled with NVRTC (program, kinds and broadcast pattern baked in)";
+      return fbx_cuda_launched(err, fbx_ir_op_name(node->op));
+    }
   }
   if (a.n_ins <= FBX_CUDA_EW_INLINE) { /* no upload: the program rides in the launch parameters */
     memcpy(a.inline_prog, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins);

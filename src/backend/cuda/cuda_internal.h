@@ -49,6 +49,10 @@ typedef struct fbx_cuda_ctx {
   struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
   pthread_t capturer;         /* the thread whose work the capture records */
   pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
+  int arch;                   /* compute capability x10 (90 on an H100/H200): the generated kernels' target */
+  struct fbx_cuda_rtc_kernel *rtc; /* cuda_ew_rtc.c: generated kernels by key (open addressing) */
+  size_t n_rtc_slots, n_rtc_used;
+  int64_t rtc_made, rtc_disk;  /* kernels generated (compiled or loaded from the disk cache) / of them from disk */
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -102,6 +106,14 @@ bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *d
 /* A MATMUL's constant 2-D B (K, N), transposed to (N, K) at node_prepare for the
  * GEMV kernel, when b is that constant's device copy; else NULL. */
 const float *fbx_cuda_mirror_bt(const fbx_cuda_mirror *m, const void *b, int64_t K, int64_t N);
+
+/* ---- cuda_ew_rtc.c: NVRTC-generated elementwise kernels ---- */
+typedef struct fbx_cuda_rtc_kernel fbx_cuda_rtc_kernel;
+/* Launch a's generated kernel (made on first use). False: not launched (no
+ * NVRTC, a failed compile, or a first use during a capture): run the
+ * interpreter. True: launched, *err = the launch's cudaError_t. */
+bool fbx_cuda_ew_rtc_launch(fbx_cuda_ctx *c, const fbx_cuda_ew_args *a, const fbx_cuda_ew_ins *prog, int *err);
+void fbx_cuda_ew_rtc_destroy(fbx_cuda_ctx *c);
 
 /* ---- cuda_graph.c: stream capture (backend.h, "graphs") ---- */
 /* Takes c->lock, first waiting while another thread captures on the stream. */
