@@ -19,7 +19,7 @@
 // table per op type), and a final line `conformance: N passed, N failed`.
 //
 // Usage: test_conformance [--filter SUBSTR]... [--report PATH] [--no-fusebox] [--dir ROOT]...
-//                         [--case DIR]... [--threads N] [--rtol R] [--atol A] [--no-fork] [-v]
+//                         [--case DIR]... [--threads N] [--ep-option KEY=VALUE]... [--rtol R] [--atol A] [--no-fork] [-v]
 //   --dir  a folder of case folders (default /usr/share/libonnx-testdata/data/node, and
 //          models/gen/cases when it exists)
 //   --case a single case folder
@@ -58,6 +58,9 @@ typedef struct cf_opts {
   int n_cases;
   int use_fusebox;
   int threads;
+  const char *ep_keys[8], *ep_vals[8]; /* --ep-option KEY=VALUE (e.g. device=cuda), after threads */
+  char ep_buf[8][128];
+  int n_ep;
   double rtol, atol;
   int fork_cases;
   int verbose;
@@ -257,10 +260,12 @@ static void cf_case_run(fbx_host *h, const char *dir, const cf_model_info *mi, c
   if (o->use_fusebox) {
     char threads[16];
     snprintf(threads, sizeof(threads), "%d", o->threads);
-    const char *k[] = {"threads"}, *v[] = {threads};
+    const char *k[9] = {"threads"}, *v[9] = {threads};
+    size_t n_k = o->threads > 0 ? 1 : 0;
+    for (int e = 0; e < o->n_ep; e++, n_k++) { k[n_k] = o->ep_keys[e]; v[n_k] = o->ep_vals[e]; }
     so.use_fusebox = 1;
     so.record_assignment = 1;
-    if (o->threads > 0) { so.ep_keys = k; so.ep_vals = v; so.n_ep_opts = 1; }
+    if (n_k) { so.ep_keys = k; so.ep_vals = v; so.n_ep_opts = n_k; }
     s = NULL;
     err = fbx_host_session_create(h, model, &so, &s);
     if (err) {
@@ -531,7 +536,7 @@ static int cf__repo_root(char *out, size_t cap) {
 static int cf__usage(void) {
   fprintf(stderr,
           "usage: test_conformance [--filter SUBSTR]... [--report PATH] [--no-fusebox]\n"
-          "       [--dir ROOT]... [--case DIR]... [--threads N] [--rtol R] [--atol A]\n"
+          "       [--dir ROOT]... [--case DIR]... [--threads N] [--ep-option KEY=VALUE]... [--rtol R] [--atol A]\n"
           "       [--no-fork] [-v]\n");
   return 2;
 }
@@ -564,6 +569,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--dir") && more && o.n_dirs < 8) o.dirs[o.n_dirs++] = argv[++i];
     else if (!strcmp(a, "--case") && more && o.n_cases < 64) o.cases[o.n_cases++] = argv[++i];
     else if (!strcmp(a, "--threads") && more) o.threads = atoi(argv[++i]);
+    else if (!strcmp(a, "--ep-option") && more && o.n_ep < 8 && strchr(argv[i + 1], '=')) {
+      snprintf(o.ep_buf[o.n_ep], sizeof o.ep_buf[0], "%s", argv[++i]);
+      char *eq = strchr(o.ep_buf[o.n_ep], '=');
+      *eq = 0;
+      o.ep_keys[o.n_ep] = o.ep_buf[o.n_ep];
+      o.ep_vals[o.n_ep] = eq + 1;
+      o.n_ep++;
+    }
     else if (!strcmp(a, "--rtol") && more) o.rtol = atof(argv[++i]);
     else if (!strcmp(a, "--atol") && more) o.atol = atof(argv[++i]);
     else if (!strcmp(a, "--no-fusebox")) o.use_fusebox = 0;
