@@ -60,7 +60,11 @@ typedef struct fbx_ir_run_report {
   uint64_t eval_ns;           /* running the steps (incl. synchronize) */
   uint64_t copy_ns;           /* output copies */
   int64_t wrap_count, wrap_bytes;       /* inputs used in place */
-  int64_t copyout_count, copyout_bytes; /* outputs copied (not written in place) */
+  int64_t copyout_count, copyout_bytes; /* outputs copied or written whole: not written in place,
+                                           or an append output written to a buffer of its own
+                                           (its past copied in) */
+  int64_t delta_count, delta_bytes;     /* append outputs written in place, new rows only (a KV
+                                           buffer shared by past and present): the rows' bytes */
   int64_t allocs;             /* buffers allocated by the run itself (device buffers, host staging);
                                  0 in the steady state; plan building on MISS is not counted */
   int64_t host_syncs;         /* times the host waited for the device: synchronize calls and
@@ -71,12 +75,20 @@ typedef struct fbx_ir_run_report {
   char fallback_reason[160];
 } fbx_ir_run_report;
 
-/* Output binding: called once per graph output, after its shape is known and
- * before any kernel writes it. Return a host buffer of numel*dtype_size bytes:
- * a host-visible backend writes there in place; otherwise the output is
- * copied there once, through the backend, before the run returns. */
+/* Output binding: called once per graph output per run, after its shape is
+ * known and before any kernel writes it. Return a host buffer of
+ * numel*dtype_size bytes: a host-visible backend writes there in place;
+ * otherwise the output is copied there once, through the backend, before the
+ * run returns.
+ * *same_as_input (-1 on entry): set it to i when the buffer is graph input
+ * i's own memory (same data pointer, dtype and shape: a KV cache the host
+ * binds as both past and present). The executor then writes only the new
+ * rows in place when the output is an append of that very input
+ * (fbx_ir_op_append_input; a delta copy-out), else computes the output
+ * elsewhere and copies it at the end of the run, after every step has read
+ * the input. The executor never compares pointers itself. */
 typedef fbx_status *(*fbx_ir_output_fn)(void *ctx, int output_index, const fbx_tensor *shape,
-                                        void **data);
+                                        void **data, int *same_as_input);
 
 typedef struct fbx_ir_compiled fbx_ir_compiled;
 
@@ -111,5 +123,16 @@ fbx_ir_path fbx_ir_path_classify(const fbx_ir_graph *g, bool compile, const fbx_
  * dtype/rank/dims (data untouched). */
 fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                               fbx_tensor *outputs, int n_outputs);
+
+/* The rows append output `out` of node (fbx_ir_op_append_input) gets in one
+ * run: for batch entry b, rows [*first, *first + *count) along axis 2 of the
+ * (B, heads, len, head_dim) output, the same for every head. inputs: the
+ * node's input tensors with host data for fbx_ir_op_append_data_inputs.
+ * GQA (ORT's definition): the first prompt (sequence length S equal to
+ * total_sequence_length) writes rows [0, S); later steps write
+ * [seqlens_k[b] + 1 - S, seqlens_k[b] + 1). An error when they do not fit
+ * the output's length. */
+fbx_status *fbx_ir_append_rows(const fbx_ir_node *node, int out, const fbx_tensor *inputs, int n_inputs,
+                               const fbx_tensor *output, int64_t b, int64_t *first, int64_t *count);
 
 #endif
