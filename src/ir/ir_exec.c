@@ -308,6 +308,32 @@ static fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_te
   return NULL;
 }
 
+/* The new rows of in-place append output v (fbx_ir_append_rows over the
+ * node's inputs `in`, host data for the positions): their bytes, and with
+ * copy (a device) each (batch, head) range enqueued to the host's buffer,
+ * whose other rows already hold the past. On a host-visible backend the
+ * kernel writes them there itself. */
+static fbx_status *fbx__ir_delta_rows(fbx__ir_plan *p, int v, const fbx_tensor *in, const fbx_tensor *t, bool copy,
+                                      int64_t *bytes) {
+  const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
+  if (t->rank != 4) return FBX_ERR("append output %d: rank %d, expected 4", p->out_pos[v], t->rank);
+  const int64_t heads = t->dims[1], len = t->dims[2]; /* t: (B, heads, len, head_dim) */
+  const size_t row = (size_t)t->dims[3] * fbx_dtype_size(t->dtype);
+  char *dst = p->out_bound[p->out_pos[v]];
+  const char *src = t->data;
+  *bytes = 0;
+  for (int64_t b = 0; b < t->dims[0]; b++) {
+    int64_t first = 0, count = 0;
+    FBX_TRY(fbx_ir_append_rows(n, p->app_out[v], in, n->n_inputs, t, b, &first, &count));
+    for (int64_t h = 0; h < heads && count > 0; h++) {
+      size_t off = (size_t)((b * heads + h) * len + first) * row, nb = (size_t)count * row;
+      if (copy) FBX_TRY(fbx_backend_copy_to_host_async(p->be, dst + off, src + off, nb));
+      *bytes += (int64_t)nb;
+    }
+  }
+  return NULL;
+}
+
 /* clock: NULL when not tracing; else the end of the previous step (or the
  * plan's start), which this step's span starts at: a span covers the node's
  * whole step (shape inference, output binding, kernel), so the spans of a
@@ -341,6 +367,8 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
     FBX_TRY(fbx__ir_bind_step_out(p, nid, o, &out[o], output_fn, output_ctx));
+    if (be->vt->host_visible && p->app_node[v] == nid && p->out_mode[p->out_pos[v]] == FBX__IR_OUT_IN_PLACE)
+      FBX_TRY(fbx__ir_delta_rows(p, v, in, &out[o], false, &p->out_delta[p->out_pos[v]]));
     p->rt[v] = out[o];
     if (p->hdata) p->hdata[v] = NULL; /* device result: no host copy (yet) */
   }
@@ -400,43 +428,32 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
   return fbx__ir_copy_whole(p, v, NULL, d, pos, report);
 }
 
-/* The new rows of in-place append output v (fbx_ir_append_rows): on a
- * device, copied to the host's buffer, whose other rows already hold the
- * past; on a host-visible backend the kernel wrote them there. Either way a
- * delta copy-out of the rows' bytes. */
+/* Delta copy-out of in-place append output v at the end of the run. A
+ * host-visible backend counted the rows at the step (their positions' buffers
+ * may be reused since); a device reads the positions' host copies (host
+ * steps' results stay valid for the run, ir_plan.c makes them host steps)
+ * and copies the rows. */
 static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *report) {
-  fbx_ir_graph *g = p->g;
-  const fbx_ir_node *n = &g->nodes[p->app_node[v]];
-  fbx_tensor in[FBX_IR_MAX_INPUTS];
-  unsigned mask = fbx_ir_op_append_data_inputs(n->op);
-  for (int i = 0; i < n->n_inputs; i++) {
-    int u = n->inputs[i];
-    if (u == FBX_IR_NONE) {
-      memset(&in[i], 0, sizeof in[i]);
-      in[i].rank = -1;
-      continue;
+  int pos = p->out_pos[v];
+  int64_t bytes = p->out_delta[pos];
+  if (!p->be->vt->host_visible) {
+    const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
+    fbx_tensor in[FBX_IR_MAX_INPUTS];
+    unsigned mask = fbx_ir_op_append_data_inputs(n->op);
+    for (int i = 0; i < n->n_inputs; i++) {
+      int u = n->inputs[i];
+      if (u == FBX_IR_NONE) {
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].rank = -1;
+        continue;
+      }
+      in[i] = p->rt[u];
+      if ((mask >> i) & 1u) {
+        if (!p->hdata[u]) FBX_TRY(fbx__ir_read_back(p, u));
+        in[i].data = p->hdata[u];
+      }
     }
-    in[i] = p->rt[u];
-    if (p->hdata && ((mask >> i) & 1u)) { /* a host step computed it (ir_plan.c), else read back */
-      if (!p->hdata[u]) FBX_TRY(fbx__ir_read_back(p, u));
-      in[i].data = p->hdata[u];
-    }
-  }
-  const fbx_tensor *t = &p->rt[v]; /* (B, heads, len, head_dim) */
-  if (t->rank != 4) return FBX_ERR("append output %d: rank %d, expected 4", p->out_pos[v], t->rank);
-  const int64_t heads = t->dims[1], len = t->dims[2];
-  const size_t row = (size_t)t->dims[3] * fbx_dtype_size(t->dtype);
-  char *dst = p->out_bound[p->out_pos[v]];
-  const char *src = t->data;
-  int64_t bytes = 0;
-  for (int64_t b = 0; b < t->dims[0]; b++) {
-    int64_t first = 0, count = 0;
-    FBX_TRY(fbx_ir_append_rows(n, p->app_out[v], in, n->n_inputs, t, b, &first, &count));
-    for (int64_t h = 0; h < heads && count > 0; h++) {
-      size_t off = (size_t)((b * heads + h) * len + first) * row, nb = (size_t)count * row;
-      if (!p->be->vt->host_visible) FBX_TRY(fbx_backend_copy_to_host_async(p->be, dst + off, src + off, nb));
-      bytes += (int64_t)nb;
-    }
+    FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], true, &bytes));
   }
   if (report) {
     report->delta_count++;
@@ -580,6 +597,7 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
     p->out_bound[pos] = NULL;
     p->out_alias[pos] = -2; /* not asked yet */
     p->out_mode[pos] = FBX__IR_OUT_LATE;
+    p->out_delta[pos] = 0;
   }
   FBX_TRY(fbx__ir_bind_inputs(p, inputs, n_inputs, report));
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;

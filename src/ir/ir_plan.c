@@ -61,6 +61,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->out_bound);
   fbx_free(p->out_alias);
   fbx_free(p->out_mode);
+  fbx_free(p->out_delta);
   if (p->graph) be->vt->graph_destroy(be, p->graph);
   fbx_free(p->sig.w);
   fbx_free(p->sig_prev.w);
@@ -345,9 +346,11 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->out_bound = fbx_calloc(no, sizeof(void *));
   p->out_alias = fbx_calloc(no, sizeof(int));
   p->out_mode = fbx_calloc(no, sizeof(unsigned char));
+  p->out_delta = fbx_calloc(no, sizeof(int64_t));
   if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->sites || !p->slot_of ||
       !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap || !p->app_node ||
-      !p->app_out || !p->app_in || !p->priv_ptr || !p->priv_cap || !p->out_bound || !p->out_alias || !p->out_mode) {
+      !p->app_out || !p->app_in || !p->priv_ptr || !p->priv_cap || !p->out_bound || !p->out_alias || !p->out_mode ||
+      !p->out_delta) {
     st = FBX_ERR_OOM();
     goto fail;
   }

@@ -78,6 +78,7 @@ typedef struct fbx__ir_plan {
   void **out_bound;                    /* per graph-output position, this run: output_fn's buffer or NULL */
   int *out_alias;                      /*   its same_as_input */
   unsigned char *out_mode;             /*   fbx__ir_out_mode */
+  int64_t *out_delta;                  /*   in place on a host-visible backend: the new rows' bytes */
   /* Graphs (backends with graph_begin; see ir_exec.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig, sig_prev, sig_graph;/* this pass, the previous run, the captured graph */
