@@ -23,7 +23,7 @@
 #include "backend/backend.h"
 #include "base/alloc.h"
 #include "common/check.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 enum { NH = 2, KVH = 1, H = 8, CAP = 8 };
 #define SENTINEL 1000.0f

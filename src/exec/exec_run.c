@@ -14,7 +14,7 @@
  *
  * Host-visible backends read inputs in place and write outputs in place. On
  * the others, inputs that device steps read are uploaded, shape-data steps
- * run on the host backend (ir_plan.c, fbx__ir_plan_host_steps), and outputs
+ * run on the host backend (exec_plan.c, fbx__ir_plan_host_steps), and outputs
  * are copied once through the backend. Every buffer is plan-owned and grows
  * geometrically: the steady state allocates nothing (counted per run).
  *
@@ -41,7 +41,7 @@
 
 #include "../base/alloc.h"
 #include "../trace/trace.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 /* Checked (base/checked.h): inputs are validated at run entry, outputs by shape inference. */
 static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbytes(t); }
@@ -431,7 +431,7 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
 /* Delta copy-out of in-place append output v at the end of the run. A
  * host-visible backend counted the rows at the step (their positions' buffers
  * may be reused since); a device reads the positions' host copies (host
- * steps' results stay valid for the run, ir_plan.c makes them host steps)
+ * steps' results stay valid for the run, exec_plan.c makes them host steps)
  * and copies the rows. */
 static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *report) {
   int pos = p->out_pos[v];
