@@ -101,7 +101,8 @@ static fbx_status *fbx__ir_sig_put(fbx__ir_sig *s, int64_t w) {
 static fbx_status *fbx__ir_sig_tensors(fbx__ir_sig *s, const fbx_tensor *t, int n) {
   for (int i = 0; i < n; i++) {
     FBX_TRY(fbx__ir_sig_put(s, (int64_t)(intptr_t)t[i].data));
-    FBX_TRY(fbx__ir_sig_put(s, ((int64_t)t[i].rank << 8) | (int64_t)t[i].dtype));
+    /* rank -1 (an absent optional input) must not be shifted: rank + 1 >= 0 */
+    FBX_TRY(fbx__ir_sig_put(s, (((int64_t)t[i].rank + 1) << 8) | (int64_t)t[i].dtype));
     for (int d = 0; d < t[i].rank; d++) FBX_TRY(fbx__ir_sig_put(s, t[i].dims[d]));
   }
   return NULL;
@@ -453,7 +454,9 @@ static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *
         in[i].data = p->hdata[u];
       }
     }
-    FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], true, &bytes));
+    /* the kernel wrote the host's buffer itself when the input was used in place, not uploaded */
+    bool copy = p->rt[v].data != p->out_bound[pos];
+    FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], copy, &bytes));
   }
   if (report) {
     report->delta_count++;
