@@ -6,10 +6,11 @@
 #include "cli.h"
 #include "cmds.h"
 #include "common/ort_host_decode.h"
+#include "onnx_wire.h"
 
 static const char kUsage[] =
     "usage: fusebox generate MODEL [--prompt-len N] [--new-tokens M] [--rounds R] [--no-ort]\n"
-    "                             [--rtol R --atol A]\n"
+    "                             [--kv-buffer auto|shared|separate] [--max-length L] [--rtol R --atol A]\n"
     "  Prefills a random prompt (ids from --seed) on a decoder with a KV cache (inputs input_ids,\n"
     "  position_ids, attention_mask, past_key_values.<i>.key/.value; outputs logits,\n"
     "  present.<i>.key/.value), then decodes M tokens greedily (argmax), feeding presents back\n"
@@ -23,11 +24,21 @@ static const char kUsage[] =
     "  --new-tokens M   decode steps (default 32)\n"
     "  --rounds R       timed rounds after the checked pass (default 3)\n"
     "  --no-ort         Fusebox only (no comparison)\n"
+    "  --kv-buffer K    shared: as ONNX Runtime GenAI with past_present_share_buffer, one\n"
+    "                   (1, kv_heads, L, head_dim) buffer per cache bound with IOBinding as both\n"
+    "                   past_key_values.<i>.* and present.<i>.* (the new rows are written in place;\n"
+    "                   attention_mask (1, past + new) gives the valid length); separate: pasts\n"
+    "                   fed, presents copied back; auto (default): shared when the model's\n"
+    "                   attention is com.microsoft GroupQueryAttention (as GenAI decides), else separate\n"
+    "  --max-length L   rows of a shared buffer (default prompt + new tokens)\n"
     "  --rtol R --atol A  logits tolerance reported per step (default 1e-3 / 1e-3)\n";
 
+typedef enum { GEN_KV_AUTO, GEN_KV_SHARED, GEN_KV_SEPARATE } gen_kv;
+
 typedef struct {
-  long long prompt, new_tokens, rounds;
+  long long prompt, new_tokens, rounds, max_length;
   int no_ort;
+  gen_kv kv;
   double rtol, atol;
 } gen_opts;
 
@@ -36,7 +47,16 @@ static int gen_opt(void *ctx, const char *opt, const char *val) {
   long long *dst = strcmp(opt, "--prompt-len") == 0   ? &o->prompt
                    : strcmp(opt, "--new-tokens") == 0 ? &o->new_tokens
                    : strcmp(opt, "--rounds") == 0     ? &o->rounds
+                   : strcmp(opt, "--max-length") == 0 ? &o->max_length
                                                       : NULL;
+  if (strcmp(opt, "--kv-buffer") == 0) {
+    if (!val || (strcmp(val, "auto") && strcmp(val, "shared") && strcmp(val, "separate"))) {
+      fprintf(stderr, "fusebox generate: --kv-buffer takes auto, shared or separate\n");
+      return -1;
+    }
+    o->kv = !strcmp(val, "shared") ? GEN_KV_SHARED : !strcmp(val, "separate") ? GEN_KV_SEPARATE : GEN_KV_AUTO;
+    return 2;
+  }
   if (dst) {
     if (fbx_cli_parse_int(val, dst == &o->prompt ? 1 : 0, 1000000, dst) != 0) {
       fprintf(stderr, "fusebox generate: bad value for %s\n", opt);
@@ -102,6 +122,26 @@ static int gen_loop(fbx_cli *c, gen_lane *l, const int64_t *prompt, long long n_
   return 0;
 }
 
+// GenAI shares past and present buffers when its model builder emitted GroupQueryAttention (whose
+// present is the past buffer's capacity, written in place); a Concat-based attention's present
+// grows by one row per step and cannot. 1: the main graph has a com.microsoft GroupQueryAttention.
+static int gen_model_has_gqa(const char *model) {
+  unsigned char *buf = NULL;
+  size_t n = 0;
+  fbx_wire_graph g;
+  memset(&g, 0, sizeof g);
+  char *err = fbx_wire_file_read(model, &buf, &n);
+  if (!err) err = fbx_wire_graph_read(buf, n, &g);
+  int gqa = 0;
+  for (size_t i = 0; !err && i < g.n_nodes && !gqa; i++)
+    gqa = !strcmp(g.nodes[i].op_type, "GroupQueryAttention") && !strcmp(g.nodes[i].domain, "com.microsoft");
+  if (err) fprintf(stderr, "fusebox generate: %s: %s (KV buffers: separate)\n", model, err);
+  free(err);
+  fbx_wire_graph_free(&g);
+  free(buf);
+  return gqa;
+}
+
 static int gen_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -114,7 +154,7 @@ static double gen_median(double *v, int n) {
 
 int fbx_cmd_generate(int argc, char **argv) {
   fbx_cli c;
-  gen_opts o = {16, 32, 3, 0, 1e-3, 1e-3};
+  gen_opts o = {16, 32, 3, 0, 0, GEN_KV_AUTO, 1e-3, 1e-3};
   int rc = fbx_cli_parse(&c, "fusebox generate", argc, argv, kUsage, gen_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
   if (o.rounds < 1 || o.rounds > GEN_MAX_ROUNDS) {
@@ -130,10 +170,18 @@ int fbx_cmd_generate(int argc, char **argv) {
   int n_lanes = o.no_ort ? 1 : 2;
   int64_t *prompt = calloc((size_t)o.prompt, sizeof *prompt);
   if (!prompt) goto out;
+  int shared = o.kv == GEN_KV_SHARED || (o.kv == GEN_KV_AUTO && gen_model_has_gqa(c.model));
+  long long cap = o.max_length ? o.max_length : o.prompt + o.new_tokens;
+  if (shared && cap < o.prompt + o.new_tokens) {
+    fprintf(stderr, "fusebox generate: --max-length %lld < prompt + new tokens (%lld)\n", cap,
+            o.prompt + o.new_tokens);
+    goto out;
+  }
   for (int k = 0; k < n_lanes; k++) {
     lanes[k].s = fbx_cli_session(&c, k == 0, 0);
     if (!lanes[k].s) goto out;
-    char *err = fbx_host_decoder_init(&lanes[k].d, lanes[k].s);
+    char *err = shared ? fbx_host_decoder_init_shared(&lanes[k].d, lanes[k].s, cap)
+                       : fbx_host_decoder_init(&lanes[k].d, lanes[k].s);
     if (err) {
       fprintf(stderr, "fusebox generate: %s\n", err);
       fbx_host_err_free(err);
@@ -158,6 +206,11 @@ int fbx_cmd_generate(int argc, char **argv) {
   printf("model %s (ORT %s): %d layer(s), %lld heads x %lld, vocab %lld; prompt %lld, new tokens %lld\n",
          c.model, fbx_host_ort_version(c.host), lanes[0].d.n_layers, (long long)lanes[0].d.heads,
          (long long)lanes[0].d.head_dim, (long long)vocab, o.prompt, o.new_tokens);
+  if (shared)
+    printf("  KV: shared buffers (1, %lld, %lld, %lld) bound as past_key_values.* and present.* (IOBinding, as GenAI)\n",
+           (long long)lanes[0].d.heads, cap, (long long)lanes[0].d.head_dim);
+  else
+    printf("  KV: separate past and present (presents copied back as the next pasts)\n");
 
   // prefill
   for (int k = 0; k < n_lanes; k++) {
@@ -197,7 +250,7 @@ int fbx_cmd_generate(int argc, char **argv) {
   printf("  timing: median of %lld round(s), each EP's whole loop in turn (order alternating)\n", o.rounds);
   for (int k = 0; k < n_lanes; k++) {
     gen_lane *l = &lanes[k];
-    printf("  %-8s prefill %8.1f tok/s (%.2f ms)   decode %8.1f tok/s (%.3f ms/token)\n", l->name,
+    printf("  %-8s prefill %8.1f tok/s (TTFT %.2f ms)   decode %8.1f tok/s (%.3f ms/token)\n", l->name,
            (double)o.prompt / l->prefill_s, l->prefill_s * 1e3,
            o.new_tokens ? (double)o.new_tokens / l->decode_s : 0.0,
            o.new_tokens ? l->decode_s * 1e3 / (double)o.new_tokens : 0.0);

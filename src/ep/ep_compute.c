@@ -43,12 +43,34 @@ static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, const char *desc
   return NULL;
 }
 
-static fbx_status *bind_output(void *ctx, int index, const fbx_tensor *shape, void **data) {
-  OrtKernelContext *kctx = ctx;
+typedef struct bind_ctx {
+  OrtKernelContext *kctx;
+  const fbx_ep_kernel *k; /* its inputs: this run's wrapped input tensors */
+} bind_ctx;
+
+/* Is ORT's output buffer `data` (of `shape`) the very memory of one of this
+ * run's inputs? IOBinding lets the host bind an output to an input's buffer
+ * (ORT GenAI binds present.* to past_key_values.* with a max-length
+ * capacity): same data pointer, dtype and shape. -1 when not. A plain fact
+ * for the executor, which decides what to do with it. */
+static int bind_same_as_input(const fbx_ep_kernel *k, const fbx_tensor *shape, const void *data) {
+  if (!data || !fbx_tensor_nbytes(shape)) return -1;
+  for (int i = 0; i < k->n_inputs; i++) {
+    const fbx_tensor *t = &k->inputs[i];
+    if (t->data == data && t->dtype == shape->dtype && t->rank == shape->rank &&
+        memcmp(t->dims, shape->dims, sizeof(int64_t) * (size_t)(t->rank > 0 ? t->rank : 0)) == 0)
+      return i;
+  }
+  return -1;
+}
+
+static fbx_status *bind_output(void *ctx, int index, const fbx_tensor *shape, void **data, int *same_as_input) {
+  bind_ctx *b = ctx;
   OrtValue *ov = NULL;
-  FBX_ORT_TRY(FBX_ORT->KernelContext_GetOutput(kctx, (size_t)index, shape->dims, (size_t)shape->rank, &ov));
+  FBX_ORT_TRY(FBX_ORT->KernelContext_GetOutput(b->kctx, (size_t)index, shape->dims, (size_t)shape->rank, &ov));
   if (!ov) return FBX_ERR("output %d: ORT returned no buffer", index);
   FBX_ORT_TRY(FBX_ORT->GetTensorMutableData(ov, data));
+  *same_as_input = bind_same_as_input(b->k, shape, *data);
   return NULL;
 }
 
@@ -61,6 +83,7 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   /* every run: a device backend wraps nothing (its inputs are uploaded), and says so with a 0 */
   fbx_trace_session_wrap(s, r->wrap_count, r->wrap_bytes);
   if (r->copyout_count) fbx_trace_session_copy_out(s, false, r->copyout_bytes);
+  if (r->delta_count) fbx_trace_session_copy_out(s, true, r->delta_bytes);
   fbx_trace_session_phase(s, "eval", r->eval_ns);
   fbx_trace_session_phase(s, "copy", r->copy_ns);
   if (r->compile_ns) fbx_trace_session_phase(s, "compile", r->compile_ns);
@@ -97,7 +120,8 @@ static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
   pthread_mutex_lock(&k->mu);
   fbx_status *st = NULL;
   for (size_t i = 0; i < nin && !st; i++) st = wrap_input(kctx, i, k->input_desc[i], &k->inputs[i]);
-  if (!st) st = fbx_ir_compiled_run(k->compiled, k->inputs, k->n_inputs, bind_output, kctx, &r);
+  bind_ctx bc = {kctx, k};
+  if (!st) st = fbx_ir_compiled_run(k->compiled, k->inputs, k->n_inputs, bind_output, &bc, &r);
   pthread_mutex_unlock(&k->mu);
   uint64_t t1 = traced ? fbx_trace_now_ns() : 0;
   if (!st) trace_run(k, &r, t0, t1);

@@ -61,7 +61,11 @@ typedef struct fbx_ir_run_report {
   uint64_t eval_ns;           /* running the steps (incl. synchronize) */
   uint64_t copy_ns;           /* output copies */
   int64_t wrap_count, wrap_bytes;       /* inputs used in place */
-  int64_t copyout_count, copyout_bytes; /* outputs copied (not written in place) */
+  int64_t copyout_count, copyout_bytes; /* outputs copied or written whole: not written in place,
+                                           or an append output written to a buffer of its own
+                                           (its past copied in) */
+  int64_t delta_count, delta_bytes;     /* append outputs written in place, new rows only (a KV
+                                           buffer shared by past and present): the rows' bytes */
   int64_t allocs;             /* buffers allocated by the run itself (device buffers, host staging);
                                  0 in the steady state; plan building on MISS is not counted */
   int64_t host_syncs;         /* times the host waited for the device: synchronize calls and
@@ -72,12 +76,20 @@ typedef struct fbx_ir_run_report {
   char fallback_reason[160];
 } fbx_ir_run_report;
 
-/* Output binding: called once per graph output, after its shape is known and
- * before any kernel writes it. Return a host buffer of numel*dtype_size bytes:
- * a host-visible backend writes there in place; otherwise the output is
- * copied there once, through the backend, before the run returns. */
+/* Output binding: called once per graph output per run, after its shape is
+ * known and before any kernel writes it. Return a host buffer of
+ * numel*dtype_size bytes: a host-visible backend writes there in place;
+ * otherwise the output is copied there once, through the backend, before the
+ * run returns.
+ * *same_as_input (-1 on entry): set it to i when the buffer is graph input
+ * i's own memory (same data pointer, dtype and shape: a KV cache the host
+ * binds as both past and present). The executor then writes only the new
+ * rows in place when the output is an append of that very input
+ * (fbx_ir_op_append_input; a delta copy-out), else computes the output
+ * elsewhere and copies it at the end of the run, after every step has read
+ * the input. The executor never compares pointers itself. */
 typedef fbx_status *(*fbx_ir_output_fn)(void *ctx, int output_index, const fbx_tensor *shape,
-                                        void **data);
+                                        void **data, int *same_as_input);
 
 typedef struct fbx_ir_compiled fbx_ir_compiled;
 

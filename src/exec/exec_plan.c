@@ -70,6 +70,18 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->shape_h);
   fbx_free(p->shape_h_prev);
   fbx_free(p->dyn);
+  if (p->priv_ptr)
+    for (int v = 0; v < p->g->n_values; v++)
+      if (p->priv_ptr[v]) be->vt->buffer_free(be, p->priv_ptr[v]);
+  fbx_free(p->app_node);
+  fbx_free(p->app_out);
+  fbx_free(p->app_in);
+  fbx_free(p->priv_ptr);
+  fbx_free(p->priv_cap);
+  fbx_free(p->out_bound);
+  fbx_free(p->out_alias);
+  fbx_free(p->out_mode);
+  fbx_free(p->out_delta);
   fbx_free(p->sig.w);
   fbx_free(p->steps);
   fbx_free(p->states);
@@ -187,7 +199,8 @@ static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
       for (int o = 0; o < n->n_outputs; o++) host |= need_host[n->outputs[o]];
       host = host && fbx__ir_host_op_ok(n->op);
       p->host_step[nid] = host;
-      unsigned mask = fbx_ir_op_shape_data_inputs(n->op);
+      /* append rows' positions too: a delta copy-out reads them on the host */
+      unsigned mask = fbx_ir_op_shape_data_inputs(n->op) | fbx_ir_op_append_data_inputs(n->op);
       for (int i = 0; i < n->n_inputs; i++) {
         int v = n->inputs[i];
         if (v == FBX_IR_NONE) continue;
@@ -288,6 +301,41 @@ static fbx_status *fbx__ir_plan_slots(fbx__ir_plan *p, bool reuse) {
   return NULL;
 }
 
+/* Append outputs that may be written in place (fbx_ir_op_append_input): a
+ * graph output produced by a step whose appended input is a graph input
+ * that this step alone reads (writing its buffer cannot change what another
+ * step sees) and that is not itself a graph output. */
+static void fbx__ir_plan_appends(fbx__ir_plan *p) {
+  fbx_ir_graph *g = p->g;
+  for (int s = 0; s < p->n_steps; s++) {
+    int nid = p->steps[s];
+    const fbx_ir_node *n = &g->nodes[nid];
+    for (int o = 0; o < n->n_outputs; o++) {
+      int i = fbx_ir_op_append_input(n->op, o), v = n->outputs[o];
+      if (i < 0 || i >= n->n_inputs || n->inputs[i] == FBX_IR_NONE || p->out_pos[v] < 0) continue;
+      if (p->host_step && p->host_step[nid]) continue;
+      int u = n->inputs[i], gi = -1, readers = 0;
+      for (int k = 0; k < g->n_inputs; k++)
+        if (g->inputs[k] == u) gi = k;
+      for (int t = 0; t < p->n_steps; t++) {
+        const fbx_ir_node *m = &g->nodes[p->steps[t]];
+        for (int j = 0; j < m->n_inputs; j++) readers += m->inputs[j] == u;
+      }
+      if (gi < 0 || readers != 1 || p->out_pos[u] >= 0) continue;
+      p->app_node[v] = nid;
+      p->app_out[v] = o;
+      p->app_in[v] = gi;
+    }
+  }
+}
+
+static bool fbx__ir_graph_has_appends(const fbx_ir_graph *g) {
+  for (int nid = 0; nid < g->n_nodes; nid++)
+    for (int o = 0; o < g->nodes[nid].n_outputs; o++)
+      if (fbx_ir_op_append_input(g->nodes[nid].op, o) >= 0) return true;
+  return false;
+}
+
 /* One warning instant per composed step of a new plan (not per run): the user
  * sees which ops took a slower composed path, and why. */
 static void fbx__ir_plan_warn_composed(const fbx__ir_plan *p) {
@@ -311,7 +359,8 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->be = be;
   p->scope = orig;
   fbx_status *st = NULL;
-  bool transform = o->fold || o->fuse;
+  /* the plan marks append nodes in place per run (fbx_ir_node_in_place_set): its own nodes */
+  bool transform = o->fold || o->fuse || fbx__ir_graph_has_appends(orig);
   if (transform) {
     st = fbx__ir_graph_clone(orig, &p->g);
     if (st) {
@@ -337,12 +386,24 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->rt = fbx_calloc(nv, sizeof(fbx_tensor));
   p->in_buf = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
   p->in_cap = fbx_calloc((size_t)g->n_inputs + 1, sizeof(size_t));
+  size_t no = (size_t)g->n_outputs + 1;
+  p->app_node = fbx_malloc(nv * sizeof(int));
+  p->app_out = fbx_calloc(nv, sizeof(int));
+  p->app_in = fbx_calloc(nv, sizeof(int));
+  p->priv_ptr = fbx_calloc(nv, sizeof(void *));
+  p->priv_cap = fbx_calloc(nv, sizeof(size_t));
+  p->out_bound = fbx_calloc(no, sizeof(void *));
+  p->out_alias = fbx_calloc(no, sizeof(int));
+  p->out_mode = fbx_calloc(no, sizeof(unsigned char));
+  p->out_delta = fbx_calloc(no, sizeof(int64_t));
   if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->sites || !p->slot_of ||
-      !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
+      !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap || !p->app_node ||
+      !p->app_out || !p->app_in || !p->priv_ptr || !p->priv_cap || !p->out_bound || !p->out_alias || !p->out_mode ||
+      !p->out_delta) {
     st = FBX_ERR_OOM();
     goto fail;
   }
-  for (size_t v = 0; v < nv; v++) p->slot_of[v] = p->out_pos[v] = -1;
+  for (size_t v = 0; v < nv; v++) p->slot_of[v] = p->out_pos[v] = p->app_node[v] = -1;
 
   if (!be->vt->host_visible) {
     p->host = o->host;
@@ -391,6 +452,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
     p->out_pos[v] = i;
     p->direct_out[v] = be->vt->host_visible && g->values[v].kind == FBX_IR_VALUE_NODE;
   }
+  fbx__ir_plan_appends(p);
   if ((st = fbx__ir_plan_consts(p, orig, const_bufs))) goto fail;
   if (o->prepare && (st = fbx__ir_plan_prepare(p, prep))) goto fail;
   if ((st = fbx__ir_plan_slots(p, o->reuse_slots))) goto fail;

@@ -46,6 +46,14 @@ typedef enum fbx__ir_mode {
   FBX__IR_CAPTURE,  /* enqueue every step into a backend graph (graph_begin .. graph_end) */
 } fbx__ir_mode;
 
+/* How a graph output is written in one run (exec_run.c). */
+typedef enum fbx__ir_out_mode {
+  FBX__IR_OUT_LATE,      /* copied in full at the end (device result, input, constant) */
+  FBX__IR_OUT_DIRECT,    /* the kernel wrote output_fn's buffer (host-visible) */
+  FBX__IR_OUT_IN_PLACE,  /* append output on its input's own buffer: new rows only */
+  FBX__IR_OUT_PRIVATE,   /* computed in priv_ptr (output_fn's buffer is an input's), copied at the end */
+} fbx__ir_out_mode;
+
 typedef struct fbx__ir_plan {
   fbx_ir_graph *g;        /* plan graph: a shallow clone after passes, or the borrowed original */
   bool owns_graph;
@@ -76,6 +84,17 @@ typedef struct fbx__ir_plan {
                                           host-step outputs, read-backs), or NULL */
   void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
   int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
+  /* Outputs that may alias an input (fbx_ir_output_fn same_as_input; exec_run.c): */
+  int *app_node;                       /* per value id: the node whose append output it is, when it may
+                                          be written in place (a graph output whose appended input is a
+                                          graph input no other step reads), else -1 */
+  int *app_out, *app_in;               /* per value id: that output's index; the graph-input index */
+  void **priv_ptr; size_t *priv_cap;   /* per value id (host-visible): a direct output whose buffer is an
+                                          input's is computed here and copied at the end */
+  void **out_bound;                    /* per graph-output position, this run: output_fn's buffer or NULL */
+  int *out_alias;                      /*   its same_as_input */
+  unsigned char *out_mode;             /*   fbx__ir_out_mode */
+  int64_t *out_delta;                  /*   in place on a host-visible backend: the new rows' bytes */
   /* Graphs (backends with graph_begin; see exec_run.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig;                     /* this run's words, step after step */

@@ -4,6 +4,14 @@
  * kernel. Graph outputs that were not written in place are copied at the end,
  * then the run synchronises with the device once.
  *
+ * Shared buffers: output_fn says when an output's buffer is a graph input's
+ * own memory. An append output of that very input (GQA's present over its
+ * past, fbx_ir_op_append_input) is then bound to the input's run-time buffer
+ * and its node marked in place: the kernel writes only the new rows, which
+ * on a device are then copied to the host buffer alone (a delta copy-out).
+ * Any other output on an input's memory is computed in a buffer of its own
+ * and copied at the end, once every step has read the input.
+ *
  * Host-visible backends read inputs in place and write outputs in place. On
  * the others, inputs that device steps read are uploaded, shape-data steps
  * run on the host backend (exec_plan.c, fbx__ir_plan_host_steps), and outputs
@@ -114,7 +122,8 @@ static fbx_status *fbx__ir_sig_shape(fbx__ir_plan *p, int64_t w) {
 static fbx_status *fbx__ir_sig_tensors(fbx__ir_plan *p, const fbx_tensor *t, int n) {
   for (int i = 0; i < n; i++) {
     FBX_TRY(fbx__ir_sig_put(&p->sig, (int64_t)(intptr_t)t[i].data));
-    FBX_TRY(fbx__ir_sig_shape(p, ((int64_t)t[i].rank << 8) | (int64_t)t[i].dtype));
+    /* rank -1 (an absent optional input) must not be shifted: rank + 1 >= 0 */
+    FBX_TRY(fbx__ir_sig_shape(p, (((int64_t)t[i].rank + 1) << 8) | (int64_t)t[i].dtype));
     for (int d = 0; d < t[i].rank; d++) FBX_TRY(fbx__ir_sig_shape(p, t[i].dims[d]));
   }
   return NULL;
@@ -266,6 +275,99 @@ static bool fbx__ir_is_view(const fbx_ir_node *n, const fbx_tensor *x) {
   return true;
 }
 
+/* ---- graph outputs: direct, in place, private, late ---- */
+
+static bool fbx__ir_same_shape(const fbx_tensor *a, const fbx_tensor *b) {
+  return a->dtype == b->dtype && a->rank == b->rank &&
+         (a->rank <= 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0);
+}
+
+/* Ask output_fn, once per run and position, for graph output v's buffer and
+ * whether it is a graph input's own memory (out_alias; -2: not asked yet). */
+static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t, fbx_ir_output_fn output_fn,
+                                    void *output_ctx) {
+  int pos = p->out_pos[v];
+  if (p->out_alias[pos] != -2) return NULL;
+  void *d = NULL;
+  int alias = -1;
+  FBX_TRY(output_fn(output_ctx, pos, t, &d, &alias));
+  if (!d && fbx__ir_tensor_bytes(t)) return FBX_ERR("output %d: output_fn returned no buffer", pos);
+  if (alias < -1 || alias >= p->g->n_inputs) return FBX_ERR("output %d: output_fn named input %d", pos, alias);
+  p->out_bound[pos] = d;
+  p->out_alias[pos] = alias;
+  return NULL;
+}
+
+/* Where output o (value v) of step nid is written this run (out->data) and
+ * how (out_mode): a direct output in output_fn's buffer; an append output
+ * whose buffer is its own input's in that input's run-time buffer (ORT's
+ * memory on a host-visible backend, the uploaded copy on a device), marked
+ * in place for the kernel; a direct output whose buffer is some input's in a
+ * private buffer (copied at the end, once every step has read the input);
+ * anything else in its slot. */
+static fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *out, fbx_ir_output_fn output_fn,
+                                         void *output_ctx) {
+  fbx_ir_graph *g = p->g;
+  int v = g->nodes[nid].outputs[o];
+  size_t need = fbx__ir_tensor_bytes(out);
+  bool app = p->app_node[v] == nid;
+  if (!p->direct_out[v] && !app) {
+    int s = p->slot_of[v];
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], need));
+    out->data = p->slot_ptr[s];
+    return NULL;
+  }
+  int pos = p->out_pos[v];
+  FBX_TRY(fbx__ir_bind_out(p, v, out, output_fn, output_ctx));
+  int alias = p->out_alias[pos];
+  const fbx_tensor *src = alias >= 0 ? &p->rt[g->inputs[alias]] : NULL;
+  bool in_place = app && alias == p->app_in[v] && src->data && fbx__ir_same_shape(out, src);
+  if (app) fbx_ir_node_in_place_set(&g->nodes[nid], o, in_place);
+  if (in_place) {
+    out->data = src->data;
+    p->out_mode[pos] = FBX__IR_OUT_IN_PLACE;
+  } else if (p->direct_out[v] && alias < 0) {
+    out->data = p->out_bound[pos];
+    p->out_mode[pos] = FBX__IR_OUT_DIRECT;
+  } else if (p->direct_out[v]) {
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->priv_ptr[v], &p->priv_cap[v], need));
+    out->data = p->priv_ptr[v];
+    p->out_mode[pos] = FBX__IR_OUT_PRIVATE;
+  } else {
+    int s = p->slot_of[v];
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], need));
+    out->data = p->slot_ptr[s];
+    p->out_mode[pos] = FBX__IR_OUT_LATE;
+  }
+  return NULL;
+}
+
+/* The new rows of in-place append output v (fbx_ir_append_rows over the
+ * node's inputs `in`, host data for the positions): their bytes, and with
+ * copy (a device) each (batch, head) range enqueued to the host's buffer,
+ * whose other rows already hold the past. On a host-visible backend the
+ * kernel writes them there itself. */
+static fbx_status *fbx__ir_delta_rows(fbx__ir_plan *p, int v, const fbx_tensor *in, const fbx_tensor *t, bool copy,
+                                      int64_t *bytes) {
+  const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
+  if (t->rank != 4) return FBX_ERR("append output %d: rank %d, expected 4", p->out_pos[v], t->rank);
+  const int64_t heads = t->dims[1], len = t->dims[2]; /* t: (B, heads, len, head_dim) */
+  const size_t row = (size_t)t->dims[3] * fbx_dtype_size(t->dtype);
+  char *dst = p->out_bound[p->out_pos[v]];
+  const char *src = t->data;
+  *bytes = 0;
+  for (int64_t b = 0; b < t->dims[0]; b++) {
+    int64_t first = 0, count = 0;
+    FBX_TRY(fbx_ir_append_rows(n, p->app_out[v], in, n->n_inputs, t, b, &first, &count));
+    for (int64_t h = 0; h < heads && count > 0; h++) {
+      size_t off = (size_t)((b * heads + h) * len + first) * row, nb = (size_t)count * row;
+      if (copy) FBX_TRY(fbx_backend_copy_to_host_async(p->be, dst + off, src + off, nb));
+      *bytes += (int64_t)nb;
+    }
+  }
+  return NULL;
+}
+
 /* clock: NULL when not tracing; else the end of the previous step (or the
  * plan's start), which this step's span starts at: a span covers the node's
  * whole step (shape inference, output binding, kernel), so the spans of a
@@ -300,18 +402,12 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
               fbx__ir_tensor_bytes(&out[0]) == fbx__ir_tensor_bytes(&in[0]);
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
-    size_t need = fbx__ir_tensor_bytes(&out[o]);
     if (view) { /* the input's buffer, read in place (exec_plan.c keeps it alive) */
       out[o].data = in[0].data;
-    } else if (p->direct_out[v]) {
-      void *d = NULL;
-      FBX_TRY(output_fn(output_ctx, p->out_pos[v], &out[o], &d));
-      if (!d && need) return FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
-      out[o].data = d;
     } else {
-      int s = p->slot_of[v];
-      FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], need));
-      out[o].data = p->slot_ptr[s];
+      FBX_TRY(fbx__ir_bind_step_out(p, nid, o, &out[o], output_fn, output_ctx));
+      if (be->vt->host_visible && p->app_node[v] == nid && p->out_mode[p->out_pos[v]] == FBX__IR_OUT_IN_PLACE)
+        FBX_TRY(fbx__ir_delta_rows(p, v, in, &out[o], false, &p->out_delta[p->out_pos[v]]));
     }
     p->rt[v] = out[o];
     if (p->hdata) p->hdata[v] = NULL; /* device result: no host copy (yet) */
@@ -343,26 +439,95 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   return be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
 }
 
-/* Copy one graph output that was not written in place: from its host copy
- * (host-visible memory, a graph input, a constant, a host step), else
- * enqueued from the device (complete at the run's synchronize). */
-static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
-                                    fbx_ir_run_report *report) {
-  fbx_ir_graph *g = p->g;
-  fbx_backend *be = p->be;
-  int v = g->outputs[pos];
+static void fbx__ir_count_full(fbx_ir_run_report *report, size_t b) {
+  if (!report) return;
+  report->copyout_count++;
+  report->copyout_bytes += (int64_t)b;
+}
+
+/* Copy value v whole into d (a host buffer): from its host copy
+ * (host-visible memory, a graph input, a constant, a host step, a private
+ * buffer), else enqueued from the device (complete at the run's synchronize). */
+static fbx_status *fbx__ir_copy_whole(fbx__ir_plan *p, int v, const void *host_src, void *d, int pos,
+                                      fbx_ir_run_report *report) {
   const fbx_tensor *t = &p->rt[v];
-  void *d = NULL;
-  FBX_TRY(output_fn(output_ctx, pos, t, &d));
   size_t b = fbx__ir_tensor_bytes(t);
   if (!b) return NULL;
   if (!d) return FBX_ERR("output %d: output_fn returned no buffer", pos);
-  const void *host_src = be->vt->host_visible ? t->data : p->hdata[v];
-  if (host_src) memcpy(d, host_src, b);
-  else FBX_TRY(fbx_backend_copy_to_host_async(be, d, t->data, b));
+  if (!host_src) host_src = p->be->vt->host_visible ? t->data : p->hdata[v];
+  if (host_src == d) { /* the very buffer (an output bound twice over one value) */
+  } else if (host_src) {
+    memcpy(d, host_src, b);
+  } else {
+    FBX_TRY(fbx_backend_copy_to_host_async(p->be, d, t->data, b));
+  }
+  fbx__ir_count_full(report, b);
+  return NULL;
+}
+
+/* Copy one graph output that was not bound during the steps (a graph input,
+ * a constant, a host step's result, a device result, a second position of
+ * one value). */
+static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
+                                    fbx_ir_run_report *report) {
+  int v = p->g->outputs[pos];
+  void *d = NULL;
+  int alias = -1; /* whatever it aliases: every step has run */
+  FBX_TRY(output_fn(output_ctx, pos, &p->rt[v], &d, &alias));
+  return fbx__ir_copy_whole(p, v, NULL, d, pos, report);
+}
+
+/* Delta copy-out of in-place append output v at the end of the run. A
+ * host-visible backend counted the rows at the step (their positions' buffers
+ * may be reused since); a device reads the positions' host copies (host
+ * steps' results stay valid for the run, exec_plan.c makes them host steps)
+ * and copies the rows. */
+static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *report) {
+  int pos = p->out_pos[v];
+  int64_t bytes = p->out_delta[pos];
+  if (!p->be->vt->host_visible) {
+    const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
+    fbx_tensor in[FBX_IR_MAX_INPUTS];
+    unsigned mask = fbx_ir_op_append_data_inputs(n->op);
+    for (int i = 0; i < n->n_inputs; i++) {
+      int u = n->inputs[i];
+      if (u == FBX_IR_NONE) {
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].rank = -1;
+        continue;
+      }
+      in[i] = p->rt[u];
+      if ((mask >> i) & 1u) {
+        if (!p->hdata[u]) FBX_TRY(fbx__ir_read_back(p, u));
+        in[i].data = p->hdata[u];
+      }
+    }
+    /* the kernel wrote the host's buffer itself when the input was used in place, not uploaded */
+    bool copy = p->rt[v].data != p->out_bound[pos];
+    FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], copy, &bytes));
+  }
   if (report) {
-    report->copyout_count++;
-    report->copyout_bytes += (int64_t)b;
+    report->delta_count++;
+    report->delta_bytes += bytes;
+  }
+  return NULL;
+}
+
+/* Finish graph output pos after the steps (see fbx__ir_bind_step_out). An
+ * append output written whole to a buffer of its own counts as a full
+ * copy-out even when the kernel wrote it directly: the past was copied in. */
+static fbx_status *fbx__ir_finish_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
+                                      fbx_ir_run_report *report) {
+  int v = p->g->outputs[pos];
+  if (p->out_pos[v] != pos || p->out_alias[pos] == -2) return fbx__ir_copy_out(p, pos, output_fn, output_ctx, report);
+  void *d = p->out_bound[pos];
+  switch ((fbx__ir_out_mode)p->out_mode[pos]) {
+    case FBX__IR_OUT_DIRECT:
+      if (p->app_node[v] >= 0) fbx__ir_count_full(report, fbx__ir_tensor_bytes(&p->rt[v]));
+      return NULL;
+    case FBX__IR_OUT_IN_PLACE: return fbx__ir_delta_out(p, v, report);
+    case FBX__IR_OUT_PRIVATE: return fbx__ir_copy_whole(p, v, p->priv_ptr[v], d, pos, report);
+    case FBX__IR_OUT_LATE: return fbx__ir_copy_whole(p, v, NULL, d, pos, report);
   }
   return NULL;
 }
@@ -560,17 +725,19 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
   bool tracing = fbx_trace_enabled();
+  for (int pos = 0; pos < g->n_outputs; pos++) {
+    p->out_bound[pos] = NULL;
+    p->out_alias[pos] = -2; /* not asked yet */
+    p->out_mode[pos] = FBX__IR_OUT_LATE;
+    p->out_delta[pos] = 0;
+  }
   FBX_TRY(fbx__ir_bind_inputs(p, inputs, n_inputs, report));
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
   uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
   FBX_TRY(fbx__ir_steps(p, output_fn, output_ctx, tracing ? &clock : NULL));
   if (be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
-  for (int pos = 0; pos < g->n_outputs; pos++) {
-    int v = g->outputs[pos];
-    if (p->direct_out[v] && p->out_pos[v] == pos) continue;
-    FBX_TRY(fbx__ir_copy_out(p, pos, output_fn, output_ctx, report));
-  }
+  for (int pos = 0; pos < g->n_outputs; pos++) FBX_TRY(fbx__ir_finish_out(p, pos, output_fn, output_ctx, report));
   if (!be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   if (report) {
     uint64_t t2 = fbx_trace_now_ns();

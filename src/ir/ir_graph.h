@@ -124,8 +124,14 @@ typedef union fbx_ir_params {
   /* GQA (GroupQueryAttention): q (B, S, nh*H) or packed qkv (B, S, (nh+2kvh)*H)
    * with k = v = NONE; past/present (B, kvh, len, H); rotary on q and new k
    * when do_rotary (cos/sin (max_pos, rot/2)); scale 0 = 1/sqrt(H); softcap
-   * > 0: scores = softcap * tanh(scores / softcap). Causal. */
-  struct { int num_heads, kv_num_heads, do_rotary, interleaved; float scale, softcap; } gqa;
+   * > 0: scores = softcap * tanh(scores / softcap). Causal.
+   * kv_in_place (set by the executor for one run, never by translation; see
+   * fbx_ir_op_append_input): bit 0 present_key, bit 1 present_value is bound
+   * to its past input's own buffer (out[1].data == in[3].data, resp. out[2] /
+   * in[4]): the kernel writes only the new rows (fbx_ir_append_rows) and
+   * leaves every other row as it is. Bit clear: present is a separate buffer
+   * (past rows copied in, the rows past the valid length zeroed). */
+  struct { int num_heads, kv_num_heads, do_rotary, interleaved; float scale, softcap; unsigned kv_in_place; } gqa;
   /* ROTARY (RotaryEmbedding): num_heads 0 = head_size from the cos cache;
    * rot_dim 0 = the whole head; rotation as in GQA. */
   struct { int num_heads, rot_dim, interleaved; } rope;

@@ -38,3 +38,18 @@ unsigned fbx_ir_op_shape_data_inputs(fbx_ir_op op) {
   return fbx__ir_op_masks[op];
 }
 
+int fbx_ir_op_append_input(fbx_ir_op op, int out) {
+  if (op == FBX_IR_OP_GQA && (out == 1 || out == 2)) return out + 2; /* present_k/v <- past_k/v */
+  return -1;
+}
+
+unsigned fbx_ir_op_append_data_inputs(fbx_ir_op op) {
+  return op == FBX_IR_OP_GQA ? (1u << 5) | (1u << 6) : 0; /* seqlens_k, total_sequence_length */
+}
+
+bool fbx_ir_node_in_place_set(fbx_ir_node *n, int out, bool on) {
+  if (fbx_ir_op_append_input(n->op, out) < 0) return false;
+  unsigned bit = 1u << (out - 1); /* GQA: bit 0 present_key, bit 1 present_value */
+  n->params.gqa.kv_in_place = on ? n->params.gqa.kv_in_place | bit : n->params.gqa.kv_in_place & ~bit;
+  return true;
+}

@@ -11,6 +11,8 @@
 #ifndef FBX_IR_OPS_H
 #define FBX_IR_OPS_H
 
+#include <stdbool.h>
+
 #define FBX_IR_CLASS_OTHER 0
 #define FBX_IR_CLASS_EW1 1
 #define FBX_IR_CLASS_EW2 2
@@ -162,5 +164,25 @@ typedef enum fbx_ir_op {
 const char *fbx_ir_op_name(fbx_ir_op op);      /* "ADD", ... */
 int fbx_ir_op_class(fbx_ir_op op);             /* FBX_IR_CLASS_* */
 unsigned fbx_ir_op_shape_data_inputs(fbx_ir_op op);
+
+/* In-place appends ("input with rows appended"): output `out` of op is its
+ * input fbx_ir_op_append_input(op, out) (a (B, heads, len, head_dim) buffer
+ * of the same shape) with new rows written along axis 2, every other row
+ * equal to the input's. GQA: present_key (1) from past_key (3), present_value
+ * (2) from past_value (4), at the rows fbx_ir_append_rows gives (from
+ * seqlens_k / total_sequence_length, never from the buffer's capacity).
+ * When the host binds such an output to the input's own memory (a KV buffer
+ * shared by past and present, as ONNX Runtime GenAI does), the executor binds
+ * the kernel's output to the input's buffer and marks the node for the run
+ * (fbx_ir_node_in_place_set: the op's params carry it to every backend); the
+ * kernel then writes only the new rows. -1: output `out` is no append. */
+int fbx_ir_op_append_input(fbx_ir_op op, int out);
+/* Inputs whose host data fbx_ir_append_rows reads (bitmask; GQA: seqlens_k,
+ * total_sequence_length). */
+unsigned fbx_ir_op_append_data_inputs(fbx_ir_op op);
+struct fbx_ir_node;
+/* Mark (or clear) append output `out` of node n as bound in place for the
+ * coming run; false when n has no such output. */
+bool fbx_ir_node_in_place_set(struct fbx_ir_node *n, int out, bool on);
 
 #endif

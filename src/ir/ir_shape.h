@@ -13,4 +13,15 @@
 fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                               fbx_tensor *outputs, int n_outputs);
 
+/* The rows append output `out` of node (fbx_ir_op_append_input) gets in one
+ * run: for batch entry b, rows [*first, *first + *count) along axis 2 of the
+ * (B, heads, len, head_dim) output, the same for every head. inputs: the
+ * node's input tensors with host data for fbx_ir_op_append_data_inputs.
+ * GQA (ORT's definition): the first prompt (sequence length S equal to
+ * total_sequence_length) writes rows [0, S); later steps write
+ * [seqlens_k[b] + 1 - S, seqlens_k[b] + 1). An error when they do not fit
+ * the output's length. */
+fbx_status *fbx_ir_append_rows(const fbx_ir_node *node, int out, const fbx_tensor *inputs, int n_inputs,
+                               const fbx_tensor *output, int64_t b, int64_t *first, int64_t *count);
+
 #endif

@@ -75,6 +75,28 @@ static fbx_status *fbx__ir_infer_gqa(const fbx_ir_node *node, const fbx_tensor *
   return NULL;
 }
 
+fbx_status *fbx_ir_append_rows(const fbx_ir_node *node, int out, const fbx_tensor *in, int n_in,
+                               const fbx_tensor *output, int64_t b, int64_t *first, int64_t *count) {
+  *first = *count = 0;
+  if (node->op != FBX_IR_OP_GQA || fbx_ir_op_append_input(node->op, out) < 0)
+    return FBX__IR_FAIL(node, "output %d does not append rows to an input", out);
+  FBX__IR_NEED_IN(node, n_in, 7);
+  FBX_TRY(fbx__ir_need_data(node, in, n_in, 5));
+  FBX_TRY(fbx__ir_need_data(node, in, n_in, 6));
+  const fbx_tensor *q = &in[0];
+  if (q->rank != 3 || output->rank != 4 || b < 0 || b >= q->dims[0] || fbx__ir_numel(&in[5]) < q->dims[0] ||
+      fbx__ir_numel(&in[6]) != 1)
+    return FBX__IR_FAIL(node, "append rows: query (B, S, D), present (B, heads, len, H), seqlens_k (B)");
+  const int64_t S = q->dims[1], total = fbx__ir_read_i64(&in[6], 0), L = output->dims[2];
+  const int64_t r0 = S == total ? 0 : fbx__ir_read_i64(&in[5], b) + 1 - S;
+  if (r0 < 0 || r0 + S > L)
+    return FBX__IR_FAIL(node, "new rows [%lld, %lld) of batch %lld outside present's %lld rows", (long long)r0,
+                        (long long)(r0 + S), (long long)b, (long long)L);
+  *first = r0;
+  *count = S;
+  return NULL;
+}
+
 fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
   switch (node->op) {
     case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);

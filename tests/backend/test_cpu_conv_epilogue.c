@@ -59,7 +59,8 @@ typedef struct outs {
   float *buf[4];
   int64_t n[4];
 } outs;
-static fbx_status *out_fn(void *ctx, int i, const fbx_tensor *shape, void **data) {
+static fbx_status *out_fn(void *ctx, int i, const fbx_tensor *shape, void **data, int *same_as_input) {
+  (void)same_as_input; /* the test's own buffers: never an input's */
   outs *o = ctx;
   int64_t n = fbx_tensor_numel(shape);
   free(o->buf[i]);

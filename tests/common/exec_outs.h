@@ -13,7 +13,8 @@
 typedef struct outs { float *buf[4]; size_t bytes[4]; } outs; /* per graph output index, < 4 */
 
 /* The fbx_ir_compiled_run output callback: ctx is an outs. */
-static inline fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data) {
+static inline fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data, int *same_as_input) {
+  (void)same_as_input; /* the test's own buffers: never an input's */
   outs *o = ctx;
   size_t n = fbx_tensor_nbytes(t);
   if (o->bytes[idx] < n || !o->buf[idx]) {

@@ -452,6 +452,7 @@ long fbx_host_session_output_find(const fbx_host_session *s, const char *name) {
   return -1;
 }
 void *fbx_host_session_ort(const fbx_host_session *s) { return s->sess; }
+fbx_host *fbx_host_session_host(const fbx_host_session *s) { return s->h; }
 
 // ---------------------------------------------------------------------------------------
 // Run

@@ -128,6 +128,8 @@ long fbx_host_session_output_find(const fbx_host_session *s, const char *name);
 
 // The underlying OrtSession * (cast as needed).
 void *fbx_host_session_ort(const fbx_host_session *s);
+// The library the session was created with.
+fbx_host *fbx_host_session_host(const fbx_host_session *s);
 
 // ---------------------------------------------------------------------------------------
 // Tensors (owned, CPU, C order)
@@ -187,6 +189,26 @@ char *fbx_host_npy_write(const char *path, const fbx_host_tensor *t);
 // fbx_host_tensors_free(*outputs, *n_outputs). Input data is wrapped, not copied.
 char *fbx_host_session_run(fbx_host_session *s, const fbx_host_tensor *inputs, size_t n_inputs,
                            fbx_host_tensor **outputs, size_t *n_outputs);
+
+// ---------------------------------------------------------------------------------------
+// IOBinding (ort_host_bind.c): inputs and outputs bound to host buffers the caller owns, so an
+// output lands in memory the caller chose — e.g. present.* in the very buffer bound as
+// past_key_values.* (one max-length KV buffer shared by past and present, as ONNX Runtime
+// GenAI binds it with past_present_share_buffer).
+// ---------------------------------------------------------------------------------------
+
+typedef struct fbx_host_binding fbx_host_binding;
+
+// *out owned by the caller: fbx_host_binding_destroy() (before the session).
+char *fbx_host_binding_create(fbx_host_session *s, fbx_host_binding **out);
+void fbx_host_binding_destroy(fbx_host_binding *b);
+// Bind t under `name` (NULL: t->name) as an input / an output. t->data is wrapped, not copied
+// (borrowed: it must outlive every run of the binding); an output's shape must be the one the
+// model produces for that run. Binding a name again replaces the earlier value.
+char *fbx_host_binding_input(fbx_host_binding *b, const char *name, const fbx_host_tensor *t);
+char *fbx_host_binding_output(fbx_host_binding *b, const char *name, const fbx_host_tensor *t);
+// RunWithBinding; outputs are in their bound buffers when it returns.
+char *fbx_host_binding_run(fbx_host_binding *b);
 
 // End profiling (session created with profile_prefix); *path is heap (free()).
 char *fbx_host_session_end_profiling(fbx_host_session *s, char **path);

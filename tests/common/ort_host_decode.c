@@ -37,8 +37,18 @@ char *fbx_host_decoder_init(fbx_host_decoder *d, fbx_host_session *s) {
   return fbx_host_decoder_reset(d);
 }
 
+char *fbx_host_decoder_init_shared(fbx_host_decoder *d, fbx_host_session *s, int64_t capacity) {
+  if (capacity < 1) return fbx_host_errf("decoder: shared KV capacity must be >= 1");
+  char *err = fbx_host_decoder_init(d, s);  // allocates empty pasts; replaced by the reset below
+  if (!err) err = fbx_host_binding_create(s, &d->bind);
+  if (err) return err;
+  d->capacity = capacity;
+  return fbx_host_decoder_reset(d);
+}
+
 char *fbx_host_decoder_reset(fbx_host_decoder *d) {
-  int64_t dims[4] = {1, d->heads, 0, d->head_dim};  // (batch, heads, past=0, head_dim)
+  // (batch, heads, past=0 | capacity, head_dim): zero-filled
+  int64_t dims[4] = {1, d->heads, d->capacity, d->head_dim};
   for (int i = 0; i < 2 * d->n_layers; i++) {
     char nm[128];
     snprintf(nm, sizeof nm, "%s%d.%s", kPastPrefix, i / 2, (i & 1) ? "value" : "key");
@@ -49,6 +59,36 @@ char *fbx_host_decoder_reset(fbx_host_decoder *d) {
   d->past_len = 0;
   fbx_host_tensor_free(&d->logits);
   return NULL;
+}
+
+// Shared mode: bind the step's inputs, the KV buffers as past and present, and logits into
+// d->logits (1, n, V); ORT writes the presents' new rows into the buffers.
+static char *decoder__step_shared(fbx_host_decoder *d, fbx_host_tensor *in, size_t n_own, int64_t n) {
+  char *err = NULL;
+  if (d->past_len + n > d->capacity)
+    return fbx_host_errf("decoder: %lld + %lld tokens exceed the shared KV capacity %lld", (long long)d->past_len,
+                         (long long)n, (long long)d->capacity);
+  long lo = fbx_host_session_output_find(d->s, "logits");
+  const fbx_host_io *io = fbx_host_session_output(d->s, (size_t)lo);
+  int64_t ldims[3] = {1, n, io->rank == 3 ? io->dims[2] : -1};  // (batch, seq, vocab)
+  if (ldims[2] < 1) return fbx_host_errf("decoder: shared mode needs a static vocabulary dim on logits");
+  if (d->logits.rank != 3 || d->logits.dims[1] != n) {
+    fbx_host_tensor_free(&d->logits);
+    if ((err = fbx_host_tensor_alloc(&d->logits, "logits", FBX_HOST_F32, 3, ldims))) return err;
+  }
+  for (size_t i = 0; i < n_own && !err; i++) err = fbx_host_binding_input(d->bind, NULL, &in[i]);
+  for (int i = 0; i < 2 * d->n_layers && !err; i++) {
+    char pnm[128];
+    snprintf(pnm, sizeof pnm, "present.%d.%s", i / 2, (i & 1) ? "value" : "key");
+    err = fbx_host_binding_input(d->bind, NULL, &d->past[i]);  // past_key_values.<i>.*
+    if (!err) err = fbx_host_binding_output(d->bind, pnm, &d->past[i]);  // the same memory
+  }
+  if (!err) err = fbx_host_binding_output(d->bind, NULL, &d->logits);
+  double t0 = fbx_host_now();
+  if (!err) err = fbx_host_binding_run(d->bind);
+  d->last_run_s = fbx_host_now() - t0;
+  if (!err) d->past_len += n;
+  return err;
 }
 
 char *fbx_host_decoder_step(fbx_host_decoder *d, const int64_t *ids, int64_t n) {
@@ -74,6 +114,10 @@ char *fbx_host_decoder_step(fbx_host_decoder *d, const int64_t *ids, int64_t n) 
     k++;
   }
   size_t n_own = k;
+  if (d->capacity) {
+    err = decoder__step_shared(d, in, n_own, n);
+    goto out;
+  }
   for (int i = 0; i < 2 * d->n_layers; i++) in[k++] = d->past[i];  // shallow: borrowed
   double t0 = fbx_host_now();
   err = fbx_host_session_run(d->s, in, k, &outs, &n_out);
@@ -130,6 +174,7 @@ int64_t fbx_host_decoder_argmax(const fbx_host_decoder *d) {
 }
 
 void fbx_host_decoder_free(fbx_host_decoder *d) {
+  fbx_host_binding_destroy(d->bind);
   if (d->past) fbx_host_tensors_free(d->past, (size_t)(2 * d->n_layers));
   fbx_host_tensor_free(&d->logits);
   memset(d, 0, sizeof *d);

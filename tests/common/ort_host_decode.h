@@ -10,20 +10,29 @@
 
 #include "ort_host.h"
 
+// Shared mode (fbx_host_decoder_init_shared), as ONNX Runtime GenAI runs with
+// past_present_share_buffer: one (1,H,capacity,D) buffer per cache, bound with IOBinding as
+// both past_key_values.<i>.* and present.<i>.* (the model writes the new rows in place);
+// attention_mask is (1, P + S), so the valid length comes from it, never from the capacity.
 typedef struct fbx_host_decoder {
   fbx_host_session *s;          // borrowed
+  int64_t capacity;             // shared mode: rows of each KV buffer; 0: pasts fed, presents moved back
+  fbx_host_binding *bind;       // shared mode: the session's binding
   int n_layers;
   int64_t heads, head_dim;      // H, D of the KV cache
   int64_t past_len;             // P: tokens already in the cache
   int has_position_ids, has_attention_mask;
-  fbx_host_tensor *past;        // 2 * n_layers tensors [1,H,P,D], named past_key_values.<i>.key/.value
+  fbx_host_tensor *past;        // 2 * n_layers tensors [1,H,P,D] ([1,H,capacity,D] shared), named
+                                // past_key_values.<i>.key/.value
   fbx_host_tensor logits;       // logits of the last step [1,S,V]
   double last_run_s;            // seconds of the last Run (host wall clock)
 } fbx_host_decoder;
 
 // Inspect the session and set up an empty cache. d is overwritten.
 char *fbx_host_decoder_init(fbx_host_decoder *d, fbx_host_session *s);
-// Drop the cache (P = 0).
+// The same in shared mode with KV buffers of `capacity` rows (P + S may not exceed it).
+char *fbx_host_decoder_init_shared(fbx_host_decoder *d, fbx_host_session *s, int64_t capacity);
+// Drop the cache (P = 0; shared buffers zeroed).
 char *fbx_host_decoder_reset(fbx_host_decoder *d);
 // Run one step with n ids (prefill when n > 1, decode when n == 1); the presents become the
 // next pasts and the logits are kept in d->logits.

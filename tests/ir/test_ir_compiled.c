@@ -138,7 +138,8 @@ static fbx_backend MOCK = {&M_VT, NULL};
 
 /* ---- output binding: host buffers owned by the test ---- */
 typedef struct outs { float *buf[4]; int calls; } outs;
-static fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data) {
+static fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data, int *same_as_input) {
+  (void)same_as_input; /* the test's own buffers: never an input's */
   outs *o = ctx;
   o->calls++;
   size_t n = (size_t)numel(t) * fbx_dtype_size(t->dtype);

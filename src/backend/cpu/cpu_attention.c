@@ -4,9 +4,10 @@
  * tokens are valid after this step; the first prompt (S == total_sequence_length)
  * has no past, otherwise past_b = total_b - S rows of the cache are valid. The
  * new keys/values go to present rows [past_b, past_b + S); when present and
- * past are different buffers the past rows are copied first (when they are
- * the same buffer, GenAI's past_present_share_buffer, only the new rows are
- * written). Query s (absolute position past_b + s) attends to keys
+ * past are different buffers the past rows are copied first. When the
+ * executor bound present to past's own buffer (params.gqa.kv_in_place: a KV
+ * buffer shared by past and present, GenAI's past_present_share_buffer),
+ * only the new rows are written and every other row is left as it is. Query s (absolute position past_b + s) attends to keys
  * [0, min(past_b + s + 1, total_b)).
  *
  * Rotary (do_rotary): q and the new k at position past_b + s, with
@@ -147,22 +148,32 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   int32_t *pastb = (int32_t *)mem, *keys = pastb + B;
   float *qr = (float *)(mem + (((size_t)B * 8 + 63) & ~(size_t)63));
   float *scores = rot ? qr + B * S * nh * H : qr;
+  bool in_place[2];
+  for (int kv = 0; kv < 2; kv++) { /* the in-place contract (ir_graph.h params.gqa) agrees with the buffers */
+    in_place[kv] = (p->gqa.kv_in_place >> kv) & 1u;
+    bool has = fbx_cpu_present(in, n_in, 3 + kv), same = has && in[3 + kv].data == out[1 + kv].data;
+    if (in_place[kv] != same && (in_place[kv] || fbx_cpu_numel(&in[3 + kv]) > 0))
+      return FBX_ERR_ARG("GQA: present_%s %s past's buffer but kv_in_place says %d", kv ? "value" : "key",
+                         same ? "is" : "is not", (int)in_place[kv]);
+    if (in_place[kv] && in[3 + kv].dims[2] != L)
+      return FBX_ERR_ARG("GQA: in-place present has %lld rows, past %lld", (long long)L, (long long)in[3 + kv].dims[2]);
+  }
   for (int64_t b = 0; b < B; b++) {
     int64_t tb = (int64_t)seqlens[b] + 1, pb = first_prompt ? 0 : tb - S;
     if (pb < 0 || pb + S > L || (first_prompt && tb > S) || tb > L)
       return FBX_ERR_ARG("GQA: seqlens_k[%lld] = %d does not fit sequence %lld, total %lld, cache %lld", (long long)b,
                          seqlens[b], (long long)S, (long long)total, (long long)L);
-    if (in[3].data != out[1].data && pb > P)
+    if (pb > P)
       return FBX_ERR_ARG("GQA: %lld past rows needed, past_key holds %lld", (long long)pb, (long long)P);
     pastb[b] = (int32_t)pb;
     keys[b] = (int32_t)tb;
   }
   float *pk = out[1].data, *pv = out[2].data;
-  /* past rows into present (different buffers only); the rest of present is zeroed */
+  /* past rows into present (separate buffers only); the rest of present is zeroed */
   for (int kv = 0; kv < 2; kv++) {
     const float *past = in[3 + kv].data;
     float *pres = kv ? pv : pk;
-    if (past == pres) continue;
+    if (in_place[kv]) continue;
     for (int64_t b = 0; b < B; b++)
       for (int64_t g = 0; g < kvh; g++) {
         float *dst = pres + (b * kvh + g) * L * H;
