@@ -118,6 +118,14 @@ static void fbx__ir_sig_swap(fbx__ir_sig *a, fbx__ir_sig *b) {
 /* Whether this pass records signatures (the backend can capture). */
 static bool fbx__ir_graphs(const fbx__ir_plan *p) { return p->be->vt->graph_begin && !p->graph_off; }
 
+/* Whether graph-output value v is written straight into output_fn's buffer this run: on a
+ * host-visible backend (the plan's direct_out), or when the outputs are device memory and a
+ * device step makes v (a graph input, constant or host-step result is copied instead). */
+static bool fbx__ir_direct(const fbx__ir_plan *p, int v) {
+  if (p->direct_out[v]) return true;
+  return p->io && p->io->outputs_on_device && p->out_pos[v] >= 0 && p->g->values[v].kind == FBX_IR_VALUE_NODE;
+}
+
 /* The trace site of plan node nid (its constant span text, interned in the
  * session bound to this thread), made on the node's first traced run. */
 static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
@@ -266,7 +274,7 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
     size_t need = fbx__ir_tensor_bytes(&out[o]);
-    if (p->direct_out[v]) {
+    if (fbx__ir_direct(p, v)) {
       void *d = NULL;
       FBX_TRY(output_fn(output_ctx, p->out_pos[v], &out[o], &d));
       if (!d && need) return FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
@@ -311,9 +319,16 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
   size_t b = fbx__ir_tensor_bytes(t);
   if (!b) return NULL;
   if (!d) return FBX_ERR("output %d: output_fn returned no buffer", pos);
-  const void *host_src = be->vt->host_visible ? t->data : p->hdata[v];
-  if (host_src) memcpy(d, host_src, b);
-  else FBX_TRY(fbx_backend_copy_to_host_async(be, d, t->data, b));
+  if (p->io && p->io->outputs_on_device) {
+    /* d is device memory: from the device copy where there is one, else upload the host copy */
+    if (t->data) FBX_TRY(be->vt->copy_device(be, d, t->data, b));
+    else if (p->hdata[v]) FBX_TRY(fbx_backend_copy_from_host_async(be, d, p->hdata[v], b));
+    else return FBX_ERR("output %d: no device or host copy to write out", pos);
+  } else {
+    const void *host_src = be->vt->host_visible ? t->data : p->hdata[v];
+    if (host_src) memcpy(d, host_src, b);
+    else FBX_TRY(fbx_backend_copy_to_host_async(be, d, t->data, b));
+  }
   if (report) {
     report->copyout_count++;
     report->copyout_bytes += (int64_t)b;
@@ -323,7 +338,9 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
 
 /* Bind the run's inputs: host-visible engines read them in place; others
  * keep the caller's pointer as the host copy and upload the inputs that
- * device steps read. */
+ * device steps read, except device-memory inputs (io), which are wrapped in
+ * place like host inputs of a host-visible engine (no host copy: a host step
+ * that needs one reads it back). */
 static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
                                        fbx_ir_run_report *report) {
   fbx_ir_graph *g = p->g;
@@ -331,7 +348,8 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
     int v = g->inputs[i];
     p->rt[v] = inputs[i];
     size_t b = fbx__ir_tensor_bytes(&inputs[i]);
-    if (p->be->vt->host_visible) {
+    if (p->be->vt->host_visible || (p->io && p->io->input_on_device && p->io->input_on_device[i])) {
+      if (p->hdata) p->hdata[v] = NULL;
       if (report) {
         report->wrap_count++;
         report->wrap_bytes += (int64_t)b;
@@ -441,7 +459,7 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) {
     int v = g->outputs[pos];
-    if (p->direct_out[v] && p->out_pos[v] == pos) continue;
+    if (fbx__ir_direct(p, v) && p->out_pos[v] == pos) continue;
     FBX_TRY(fbx__ir_copy_out(p, pos, output_fn, output_ctx, report));
   }
   if (!be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
@@ -460,10 +478,12 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   return NULL;
 }
 
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
   p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = 0;
+  p->io = io;
   fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
+  p->io = NULL;
   /* an error mid-run may leave work queued that reads our buffers: drain it */
   if (st && !p->be->vt->host_visible) fbx_status_free(fbx__ir_sync(p));
   if (report) {

@@ -60,6 +60,7 @@ typedef struct fbx__ir_plan {
                                           host-step outputs, read-backs), or NULL */
   void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
   int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
+  const fbx_ir_run_io *io;             /* this run's device-memory inputs/outputs, or NULL (host memory) */
   /* Graphs (backends with graph_begin; see ir_exec.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig, sig_prev, sig_graph;/* this pass, the previous run, the captured graph */
@@ -115,7 +116,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *g, fbx_backend *be, void *const *co
 void fbx__ir_plan_destroy(fbx__ir_plan *p);
 
 /* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report);
 
 /* Passes over a plan graph (a clone the plan owns). dead[n] marks removed nodes. */
