@@ -82,7 +82,7 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   const char *cache = r->cache == FBX_IR_CACHE_NONE ? "" : fbx_ir_cache_event_name(r->cache);
   fbx_trace_session_compute(s, path, cache);
   fbx_trace_session_device(s, r->allocs, r->host_syncs, r->graph_captures, r->graph_replays);
-  /* every run: a device backend wraps nothing (its inputs are uploaded), and says so with a 0 */
+  /* every run: a device backend wraps only inputs in its own memory (a GPU OrtEpDevice), else 0 */
   fbx_trace_session_wrap(s, r->wrap_count, r->wrap_bytes);
   if (r->copyout_count) fbx_trace_session_copy_out(s, false, r->copyout_bytes);
   fbx_trace_session_phase(s, "eval", r->eval_ns);

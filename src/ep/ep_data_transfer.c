@@ -2,8 +2,8 @@
  * of ours (graph inputs and outputs without IOBinding, MemcpyToHost /
  * MemcpyFromHost at the edges of our subgraphs, IOBinding's output fetches).
  *
- *   host (CPU memory or our pinned memory) -> our GPU : copy_from_host
- *   our GPU -> host                                   : copy_to_host
+ *   host (CPU memory or our pinned memory) -> our GPU : copy_from_host, then synchronize
+ *   our GPU -> host                                   : copy_to_host (waits itself)
  *   our GPU -> the same GPU                           : copy_device, then synchronize
  *   pinned <-> CPU                                    : memcpy
  *
@@ -60,7 +60,11 @@ static fbx_status *copy_one(fbx_ep_factory *f, const OrtValue *src, OrtValue *ds
     FBX_TRY(be->vt->copy_device(be, d, s, bytes));
     return fbx_backend_synchronize(be);
   }
-  if (gd) return be->vt->copy_from_host(be, d, s, bytes);
+  if (gd) { /* CUDA's copy_from_host returns once a pageable source is staged, before the data has
+              * arrived: a session's queue (another stream) reading d next must find it complete */
+    FBX_TRY(be->vt->copy_from_host(be, d, s, bytes));
+    return fbx_backend_synchronize(be);
+  }
   if (gs) return be->vt->copy_to_host(be, d, s, bytes);
   memcpy(d, s, bytes); /* pinned <-> CPU: both host memory */
   return NULL;

@@ -61,7 +61,7 @@ static fbx_status *probe_gpus(fbx_ep_factory *f, const OrtHardwareDevice *const 
   if (sim) {
     fbx_ep_gpu *g = &f->gpus[0];
     FBX_TRY(fbx_ep_gpu_init(g, FBX_EP_GPU_SIM, 0));
-    f->n_gpus = 1;
+    f->n_gpus = 1; /* from here the factory's destroy releases it */
     OrtKeyValuePairs *meta = NULL;
     FBX_ORT->CreateKeyValuePairs(&meta);
     FBX_ORT->AddKeyValuePair(meta, "is_virtual", "1");

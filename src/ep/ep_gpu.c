@@ -17,14 +17,20 @@ fbx_status *fbx_ep_gpu_init(fbx_ep_gpu *g, fbx_ep_gpu_kind kind, int ordinal) {
   g->ordinal = ordinal;
   pthread_mutex_init(&g->mu, NULL);
   uint32_t vendor = kind == FBX_EP_GPU_SIM ? FBX_EP_VENDOR_SIM : FBX_EP_VENDOR_NVIDIA;
-  char name[64];
-  /* the name is only a label: ORT matches memory by (type, memory type, vendor, device id) */
-  snprintf(name, sizeof name, "Fusebox_%s_%d", kind == FBX_EP_GPU_SIM ? "GpuSim" : "Cuda", ordinal);
-  FBX_ORT_TRY(FBX_ORT->CreateMemoryInfo_V2(name, OrtMemoryInfoDeviceType_GPU, vendor, ordinal,
-                                           OrtDeviceMemoryType_DEFAULT, 0, OrtDeviceAllocator, &g->mem_device));
-  snprintf(name, sizeof name, "Fusebox_%s_%d_pinned", kind == FBX_EP_GPU_SIM ? "GpuSim" : "Cuda", ordinal);
-  FBX_ORT_TRY(FBX_ORT->CreateMemoryInfo_V2(name, OrtMemoryInfoDeviceType_GPU, vendor, ordinal,
-                                           OrtDeviceMemoryType_HOST_ACCESSIBLE, 0, OrtDeviceAllocator, &g->mem_pinned));
+  const char *label = kind == FBX_EP_GPU_SIM ? "GpuSim" : "Cuda";
+  char name[64], pname[64];
+  /* the names are only labels: ORT matches memory by (type, memory type, vendor, device id) */
+  snprintf(name, sizeof name, "Fusebox_%s_%d", label, ordinal);
+  snprintf(pname, sizeof pname, "Fusebox_%s_%d_pinned", label, ordinal);
+  OrtStatus *os = FBX_ORT->CreateMemoryInfo_V2(name, OrtMemoryInfoDeviceType_GPU, vendor, ordinal,
+                                               OrtDeviceMemoryType_DEFAULT, 0, OrtDeviceAllocator, &g->mem_device);
+  if (!os)
+    os = FBX_ORT->CreateMemoryInfo_V2(pname, OrtMemoryInfoDeviceType_GPU, vendor, ordinal,
+                                      OrtDeviceMemoryType_HOST_ACCESSIBLE, 0, OrtDeviceAllocator, &g->mem_pinned);
+  if (os) {
+    fbx_ep_gpu_fini(g);
+    return fbx_ep_status_from_ort(os, "Fusebox: a GPU's memory info");
+  }
   g->md_device = FBX_ORT_EP->MemoryInfo_GetMemoryDevice(g->mem_device);
   g->md_pinned = FBX_ORT_EP->MemoryInfo_GetMemoryDevice(g->mem_pinned);
   fbx_ep_allocator_init(&g->alloc_device, g, FBX_BUFT_DEVICE, g->mem_device);

@@ -85,7 +85,8 @@ typedef struct fbx_ep_gpu {
 fbx_status *fbx_ep_gpu_backend(fbx_ep_gpu *g, fbx_backend **out);
 /* Whether md is this GPU's DEFAULT (device) memory. */
 bool fbx_ep_gpu_owns(const fbx_ep_gpu *g, const OrtMemoryDevice *md);
-/* Fills g (memory infos, allocators) for kind/ordinal; fbx_ep_gpu_fini undoes it (g may be half-made). */
+/* Fills g (memory infos, allocators) for kind/ordinal; on failure g is left empty. fbx_ep_gpu_fini
+ * undoes it (the backend and an owned hardware device included). */
 fbx_status *fbx_ep_gpu_init(fbx_ep_gpu *g, fbx_ep_gpu_kind kind, int ordinal);
 void fbx_ep_gpu_fini(fbx_ep_gpu *g);
 /* "cuda" or "gpu-sim": the ep_metadata value of key FBX_EP_META_DEVICE. */

@@ -14,6 +14,9 @@
 //               the outputs are in our memory and, copied back, match ORT's CPU EP. The
 //               decoder's KV cache stays in device memory for a prefill and 3 decode steps
 //               (presents bound on the device become the next pasts).
+//   partial     a chain alternating claimed Adds and ReverseSequence nodes ORT keeps on its CPU EP:
+//               ORT moves the values across each edge between our device and the CPU through
+//               our data transfer; host feeds, and IOBinding with the input and output on the device
 //   options     GPU device alone with device=cpu, or device_id other than its own: errors
 //               that name the key; both devices with device=cpu: runs on the CPU, correct.
 // The reference is ORT's CPU EP on the same inputs (float models; tolerance 1e-4 + 1e-3 rel).
@@ -22,11 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <onnxruntime_c_api.h>
 
 #include "common/ort_host.h"
 #include "common/ort_host_decode.h"
+#include "common/partition_models.h"
 
 #include "common/check.h"
 
@@ -387,6 +392,67 @@ static void test_iobinding_decoder(gpu *g, const fbx_host_tensor ref[4]) {
   fbx_host_session_destroy(s);
 }
 
+/* ---- a partly claimed graph ---- */
+
+static void test_partial(gpu *g) {
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/test_e2e_gpu_device_chain_%d.onnx", (int)getpid());
+  char *err = fbx_chain_model_write(path, 3, 4);
+  fbx_host_session_opts cpu = fbx_host_session_opts_default(), o = opts(FBX_HOST_DEVICES_GPU, NULL, NULL, 0);
+  o.record_assignment = 1;
+  fbx_host_session *ref = NULL, *s = NULL;
+  fbx_host_tensor in = {0}, *want = NULL, *got = NULL;
+  size_t n_want = 0, n_got = 0;
+  if (!err) err = fbx_host_session_create(g->h, path, &cpu, &ref);
+  if (!err) err = fbx_host_session_create(g->h, path, &o, &s);
+  if (!err) {
+    const fbx_host_io *io = fbx_host_session_input(s, 0);
+    err = fbx_host_tensor_alloc(&in, io->name, io->dtype, io->rank, io->dims);
+  }
+  if (!err) {
+    fbx_host_tensor_fill_normal(&in, 11);
+    err = fbx_host_session_run(ref, &in, 1, &want, &n_want);
+  }
+  if (!err) err = fbx_host_session_run(s, &in, 1, &got, &n_got);
+  if (!err) CHECK(n_got == 1 && close_enough(&got[0], &want[0], "chain output"), "chain, host feeds: matches ORT");
+  fbx_host_assign *nodes = NULL;
+  size_t n = 0;
+  int on_fb = 0, on_cpu = 0;
+  if (!err) err = fbx_host_session_assignment(s, &nodes, &n);
+  for (size_t i = 0; !err && i < n; i++) strcmp(nodes[i].ep, FBX_HOST_EP_NAME) ? on_cpu++ : on_fb++;
+  fbx_host_assign_free(nodes, n);
+  if (!err) CHECK(on_fb == 3 && on_cpu == 3, "chain: 3 nodes on Fusebox, 3 on ORT's CPU EP (got %d, %d)", on_fb, on_cpu);
+  /* IOBinding: the input made on our device, the output bound to it */
+  OrtIoBinding *b = NULL;
+  OrtValue *x = NULL, **vals = NULL;
+  size_t nv = 0;
+  OrtSession *sess = s ? fbx_host_session_ort(s) : NULL;
+  if (!err) err = to_device(g, &in, 0, &x);
+  if (!err) err = OK(CreateIoBinding(sess, &b));
+  if (!err) err = OK(BindInput(b, in.name, x));
+  if (!err) err = OK(BindOutputToDevice(b, fbx_host_session_output(s, 0)->name, g->dev_mem));
+  if (!err) err = OK(RunWithBinding(sess, NULL, b));
+  if (!err) err = bound_outputs(g, b, &vals, &nv);
+  fbx_host_tensor dev_got = {0};
+  if (!err && nv == 1) {
+    CHECK(on_device(g, vals[0]), "chain IOBinding: the output is in the GPU's memory");
+    err = to_host(g, vals[0], "y", &dev_got);
+    if (!err) CHECK(close_enough(&dev_got, &want[0], "chain output"), "chain, IOBinding: matches ORT");
+  }
+  CHECK(!err, "chain: %s", err ? err : "");
+  fbx_host_err_free(err);
+  fbx_host_tensor_free(&dev_got);
+  free_bound(g, vals, nv);
+  if (b) g->ort->ReleaseIoBinding(b);
+  if (x) g->ort->ReleaseValue(x);
+  fbx_host_tensors_free(want, n_want);
+  fbx_host_tensors_free(got, n_got);
+  fbx_host_tensor_free(&in);
+  fbx_host_session_destroy(s);
+  fbx_host_session_destroy(ref);
+  unlink(path);
+}
+
 /* ---- options ---- */
 
 static void expect_error(gpu *g, int devices, const char *key, const char *val, const char *want) {
@@ -444,6 +510,7 @@ int main(void) {
     test_host_feeds(g, cnn_ref, n_ref, dec_ref);
     test_iobinding_cnn(g, &cnn_in, &cnn_ref[0]);
     test_iobinding_decoder(g, dec_ref);
+    test_partial(g);
     test_options(g, &cnn_ref[0]);
   }
   fbx_host_err_free(err);
