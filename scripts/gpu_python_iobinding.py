@@ -16,6 +16,7 @@ Both must match ORT's CPU EP (rtol 1e-3, atol 1e-4 scaled by max|ref|), and the 
 summaries must show zero-copy wraps and no output copy-out (the data stayed on the device).
 FUSEBOX_TEST_DEVICE=gpu-sim runs the same on Fusebox's simulated GPU (no GPU needed).
 Exit 1 on any failure; every failure prints the step and the exception."""
+import gc
 import os
 import re
 import subprocess
@@ -52,12 +53,14 @@ def device_memory_info(dev):
 def empty_on_device(shape, dtype, mi, dev):
     """An OrtValue of shape/dtype in the GPU's memory (Fusebox's allocator)."""
     errors = []
-    for how in ("memory_info", "vendor"):
+    for how in ("memory_info", "vendor", "cuda"):
         try:
             if how == "memory_info":
                 return ort.OrtValue.ortvalue_from_shape_and_type(list(shape), dtype, memory_info=mi)
-            return ort.OrtValue.ortvalue_from_shape_and_type(list(shape), dtype, "gpu", mi.device_id,
-                                                             dev.device.vendor_id)
+            if how == "vendor":
+                return ort.OrtValue.ortvalue_from_shape_and_type(list(shape), dtype, "gpu", mi.device_id,
+                                                                 dev.device.vendor_id)
+            return ort.OrtValue.ortvalue_from_shape_and_type(list(shape), dtype, "cuda", mi.device_id)
         except Exception as e:  # the wheel's signature varies across releases: try the next form
             errors.append(f"{how}: {e}")
     raise RuntimeError("cannot allocate on the device: " + " | ".join(errors))
@@ -147,8 +150,18 @@ def run_bound(sess, dev, mi, f, out_shapes):
 
 
 def check_model(m, first_shape, dev, mi):
+    """[(check name, worst error / tolerance)]. The Fusebox session is gone when this returns, so its
+    summary (FUSEBOX_VERBOSE) has been printed."""
     cpu = ort.InferenceSession(m, providers=["CPUExecutionProvider"])
     fb = fusebox_session(m, dev)
+    try:
+        return check_session(m, first_shape, dev, mi, cpu, fb)
+    finally:
+        del fb
+        gc.collect()
+
+
+def check_session(m, first_shape, dev, mi, cpu, fb):
     names = [i.name for i in cpu.get_inputs()]
     results = []
     if any(n.startswith("past_key_values.") for n in names):
