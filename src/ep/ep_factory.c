@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../backend/backend_cuda.h"
 #include "../base/alloc.h"
@@ -52,9 +53,27 @@ static fbx_status *test_device(bool *sim) {
   return FBX_ERR_ARG("Fusebox: bad FUSEBOX_TEST_DEVICE '%s' (accepted: gpu-sim, or unset)", v);
 }
 
-/* The GPUs, once: the simulated one, or the NVIDIA GPUs ORT found that the CUDA backend
- * also sees (the k-th NVIDIA device in ORT's list is CUDA device k). The CUDA library is
- * loaded only when ORT reports an NVIDIA GPU. */
+/* A hardware device of our own (ORT did not report one): the simulated GPU, or a CUDA GPU
+ * that ORT's discovery missed. Released with the factory (fbx_ep_gpu_fini). */
+static fbx_status *own_hardware_device(fbx_ep_gpu *g, uint32_t vendor, const char *vendor_name, bool is_virtual) {
+  OrtKeyValuePairs *meta = NULL;
+  FBX_ORT->CreateKeyValuePairs(&meta);
+  if (is_virtual) FBX_ORT->AddKeyValuePair(meta, "is_virtual", "1");
+  FBX_ORT->AddKeyValuePair(meta, "discovered_by", FBX_EP_NAME);
+  OrtStatus *os = FBX_ORT_EP->CreateHardwareDevice(OrtHardwareDeviceType_GPU, vendor, (uint32_t)g->ordinal, vendor_name,
+                                                   meta, &g->hw_owned);
+  FBX_ORT->ReleaseKeyValuePairs(meta);
+  if (os) return fbx_ep_status_from_ort(os, "Fusebox: creating a GPU hardware device");
+  g->hw = g->hw_owned;
+  return NULL;
+}
+
+/* The GPUs, once: the simulated one, or the NVIDIA GPUs the CUDA backend sees. The k-th
+ * NVIDIA device in ORT's list is CUDA device k. ORT finds GPUs on Linux through
+ * /sys/class/drm, which a container or a machine without nvidia-drm may not have: when ORT
+ * reports none but the NVIDIA driver is loaded (/proc/driver/nvidia), the GPUs get hardware
+ * devices of our own. The CUDA library is loaded only when ORT reports an NVIDIA GPU or the
+ * driver is there. */
 static fbx_status *probe_gpus(fbx_ep_factory *f, const OrtHardwareDevice *const *devices, size_t n) {
   bool sim;
   FBX_TRY(test_device(&sim));
@@ -62,31 +81,29 @@ static fbx_status *probe_gpus(fbx_ep_factory *f, const OrtHardwareDevice *const 
     fbx_ep_gpu *g = &f->gpus[0];
     FBX_TRY(fbx_ep_gpu_init(g, FBX_EP_GPU_SIM, 0));
     f->n_gpus = 1; /* from here the factory's destroy releases it */
-    OrtKeyValuePairs *meta = NULL;
-    FBX_ORT->CreateKeyValuePairs(&meta);
-    FBX_ORT->AddKeyValuePair(meta, "is_virtual", "1");
-    OrtStatus *os = FBX_ORT_EP->CreateHardwareDevice(OrtHardwareDeviceType_GPU, FBX_EP_VENDOR_SIM, 0,
-                                                     "Fusebox (simulated GPU)", meta, &g->hw_owned);
-    FBX_ORT->ReleaseKeyValuePairs(meta);
-    if (os) return fbx_ep_status_from_ort(os, "Fusebox: creating the simulated GPU");
-    g->hw = g->hw_owned;
-    return NULL;
+    return own_hardware_device(g, FBX_EP_VENDOR_SIM, "Fusebox (simulated GPU)", true);
   }
   int n_nv = 0;
   for (size_t i = 0; i < n; i++)
     if (FBX_ORT->HardwareDevice_Type(devices[i]) == OrtHardwareDeviceType_GPU &&
         FBX_ORT->HardwareDevice_VendorId(devices[i]) == FBX_EP_VENDOR_NVIDIA)
       n_nv++;
-  if (!n_nv) return NULL;
+  if (!n_nv && access("/proc/driver/nvidia/version", R_OK) != 0) return NULL;
   fbx_status *why = NULL;
   int n_cuda = fbx_cuda_device_count(&why);
   fbx_status_free(why); /* no CUDA library, driver or GPU: the CPU device only (device=cuda says why) */
-  for (size_t i = 0; i < n && f->n_gpus < n_cuda && f->n_gpus < FBX_EP_MAX_GPUS; i++) {
+  for (size_t i = 0; n_nv && i < n && f->n_gpus < n_cuda && f->n_gpus < FBX_EP_MAX_GPUS; i++) {
     if (FBX_ORT->HardwareDevice_Type(devices[i]) != OrtHardwareDeviceType_GPU ||
         FBX_ORT->HardwareDevice_VendorId(devices[i]) != FBX_EP_VENDOR_NVIDIA)
       continue;
     FBX_TRY(fbx_ep_gpu_init(&f->gpus[f->n_gpus], FBX_EP_GPU_CUDA, f->n_gpus));
     f->gpus[f->n_gpus++].hw = devices[i];
+  }
+  while (!n_nv && f->n_gpus < n_cuda && f->n_gpus < FBX_EP_MAX_GPUS) {
+    fbx_ep_gpu *g = &f->gpus[f->n_gpus];
+    FBX_TRY(fbx_ep_gpu_init(g, FBX_EP_GPU_CUDA, f->n_gpus));
+    f->n_gpus++;
+    FBX_TRY(own_hardware_device(g, FBX_EP_VENDOR_NVIDIA, "NVIDIA", false));
   }
   return NULL;
 }
