@@ -58,9 +58,8 @@ static fbx_status *resolve_device(fbx_ep_options *opt, fbx_ep_gpu *gpu, bool has
   FBX_TRY(fbx_ep_options_validate(opt));
   if (*use_gpu || opt->device != FBX_EP_DEVICE_CUDA) return NULL;
   /* device=cuda on the CPU device: device_id is a CUDA ordinal of this machine */
-  fbx_status *why = NULL;
-  int n = fbx_cuda_device_count(&why);
-  if (!n) return why; /* no library, driver or GPU: says which */
+  int n = fbx_cuda_device_count(NULL);
+  if (!n) return NULL; /* no library, driver or GPU: opening the backend says which, in detail */
   if (opt->device_id >= n)
     return FBX_ERR_ARG("Fusebox: bad value '%d' for EP option 'device_id' (accepted: 0..%d: this machine has %d CUDA "
                        "device%s)", opt->device_id, n - 1, n, n == 1 ? "" : "s");
