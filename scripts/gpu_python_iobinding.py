@@ -3,7 +3,7 @@ is enough: the GPU is Fusebox's), with and without IOBinding, compared with ORT'
 
 usage: python3 scripts/gpu_python_iobinding.py LIBFUSEBOX_EP MODEL[=1x3x640x640] [...]
   e.g. python3 scripts/gpu_python_iobinding.py build/libfusebox_ep.so models/gen/cnn_small.onnx \
-         models/gen/decoder_tiny.onnx models/gen/decoder_small.onnx .deps/ocr/ch_PP-OCRv4_det_infer.onnx=1x3x640x640
+         models/gen/decoder_tiny.onnx models/gen/decoder_small.onnx .deps/ocr/package/assets/ch_PP-OCRv4_det_infer.onnx=1x3x640x640
 
 Per model, in a child process with FUSEBOX_VERBOSE=1 (the session summaries are read back):
   plain     session on Fusebox's GPU OrtEpDevice alone, numpy feeds: ORT copies them to the GPU and the
