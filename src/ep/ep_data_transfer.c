@@ -2,10 +2,11 @@
  * of ours (graph inputs and outputs without IOBinding, MemcpyToHost /
  * MemcpyFromHost at the edges of our subgraphs, IOBinding's output fetches).
  *
- *   host (CPU memory or our pinned memory) -> our GPU : copy_from_host, then synchronize
+ *   host (CPU memory or our pinned memory) -> our GPU : copy_from_host
  *   our GPU -> host                                   : copy_to_host (waits itself)
- *   our GPU -> the same GPU                           : copy_device, then synchronize
+ *   our GPU -> the same GPU                           : copy_device
  *   pinned <-> CPU                                    : memcpy
+ * and one synchronize per GPU written to, after the last copy of the call.
  *
  * The factory is not stream aware (IsStreamAware is false), so ORT passes no
  * streams and every copy is complete when CopyTensors returns (the backend's
@@ -39,7 +40,8 @@ static bool ORT_API_CALL can_copy(const OrtDataTransferImpl *this_ptr, const Ort
   return false; /* host <-> host is ORT's own CPU copy */
 }
 
-static fbx_status *copy_one(fbx_ep_factory *f, const OrtValue *src, OrtValue *dst, size_t i) {
+/* One copy; *wrote: the GPU whose memory it wrote (its queue still to be waited for), or unchanged. */
+static fbx_status *copy_one(fbx_ep_factory *f, const OrtValue *src, OrtValue *dst, size_t i, fbx_ep_gpu **wrote) {
   const OrtMemoryDevice *ms = FBX_ORT_EP->Value_GetMemoryDevice(src), *md = FBX_ORT_EP->Value_GetMemoryDevice(dst);
   if (!ms || !md) return FBX_ERR_ARG("Fusebox: CopyTensors: tensor %zu is not a tensor", i);
   size_t bytes = 0, dbytes = 0;
@@ -57,13 +59,12 @@ static fbx_status *copy_one(fbx_ep_factory *f, const OrtValue *src, OrtValue *ds
   if (gs || gd) FBX_TRY(fbx_ep_gpu_backend(gs ? gs : gd, &be));
   if (gs && gd) {
     if (gs != gd) return FBX_ERR_NOTIMPL("Fusebox: CopyTensors: no copies between two GPUs (tensor %zu)", i);
-    FBX_TRY(be->vt->copy_device(be, d, s, bytes));
-    return fbx_backend_synchronize(be);
+    *wrote = gd;
+    return be->vt->copy_device(be, d, s, bytes);
   }
-  if (gd) { /* CUDA's copy_from_host returns once a pageable source is staged, before the data has
-              * arrived: a session's queue (another stream) reading d next must find it complete */
-    FBX_TRY(be->vt->copy_from_host(be, d, s, bytes));
-    return fbx_backend_synchronize(be);
+  if (gd) {
+    *wrote = gd;
+    return be->vt->copy_from_host(be, d, s, bytes);
   }
   if (gs) return be->vt->copy_to_host(be, d, s, bytes);
   memcpy(d, s, bytes); /* pinned <-> CPU: both host memory */
@@ -74,11 +75,23 @@ static OrtStatus *ORT_API_CALL copy_tensors(OrtDataTransferImpl *this_ptr, const
                                             OrtValue **dst_tensors, OrtSyncStream **streams, size_t num_tensors) {
   fbx_ep_factory *f = ((fbx_ep_data_transfer *)this_ptr)->factory;
   (void)streams; /* not stream aware: ORT passes none (see the file comment) */
-  for (size_t i = 0; i < num_tensors; i++) {
-    fbx_status *st = copy_one(f, src_tensors[i], dst_tensors[i], i);
-    if (st) return fbx_ep_status_to_ort(st);
+  bool dirty[FBX_EP_MAX_GPUS] = {false};
+  fbx_status *st = NULL;
+  for (size_t i = 0; i < num_tensors && !st; i++) {
+    fbx_ep_gpu *wrote = NULL;
+    st = copy_one(f, src_tensors[i], dst_tensors[i], i, &wrote);
+    if (wrote) dirty[wrote - f->gpus] = true;
   }
-  return NULL;
+  /* CUDA's copy_from_host returns once a pageable source is staged, before the data has
+   * arrived, and copy_device is enqueued: a session's queue (another stream) reading the
+   * destinations next must find them complete. Also after an error: nothing stays queued. */
+  for (int g = 0; g < f->n_gpus; g++) {
+    if (!dirty[g]) continue;
+    fbx_status *s2 = fbx_backend_synchronize(f->gpus[g].be);
+    if (st) fbx_status_free(s2);
+    else st = s2;
+  }
+  return fbx_ep_status_to_ort(st);
 }
 
 static void ORT_API_CALL release(OrtDataTransferImpl *this_ptr) { (void)this_ptr; /* owned by the factory */ }
