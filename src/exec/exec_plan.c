@@ -61,6 +61,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->sites); /* the sites belong to the trace session */
   fbx_free(p->slot_of);
   fbx_free(p->direct_out);
+  fbx_free(p->out_alias);
   fbx_free(p->out_pos);
   fbx_free(p->slot_ptr);
   fbx_free(p->slot_cap);
@@ -283,13 +284,14 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->sites = fbx_calloc(nn, sizeof(fbx_trace_op_site *));
   p->slot_of = fbx_malloc(nv * sizeof(int));
   p->direct_out = fbx_calloc(nv, sizeof(bool));
+  p->out_alias = fbx_calloc(nv, sizeof(bool));
   p->out_pos = fbx_malloc(nv * sizeof(int));
   p->owned_const = fbx_calloc(nv, sizeof(void *));
   p->rt = fbx_calloc(nv, sizeof(fbx_tensor));
   p->in_buf = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
   p->in_cap = fbx_calloc((size_t)g->n_inputs + 1, sizeof(size_t));
   if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->sites || !p->slot_of ||
-      !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
+      !p->direct_out || !p->out_alias || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap) {
     st = FBX_ERR_OOM();
     goto fail;
   }

@@ -47,6 +47,9 @@ typedef struct fbx__ir_plan {
                                           serially, under its owner's lock (the sites' scope) */
   int *slot_of;                        /* per value id: slot or -1 */
   bool *direct_out;                    /* per value id: written straight into output_fn's buffer */
+  bool *out_alias;                     /* per value id, this run: a device output whose buffer overlaps a
+                                          device input (IOBinding may bind one buffer to both): made in its
+                                          slot and copied after the steps, so no input is overwritten early */
   int *out_pos;                        /* per value id: first graph-output position or -1 */
   int n_slots; void **slot_ptr; size_t *slot_cap;  /* backend buffers, grown x1.5 (64-byte rounded) */
   void **owned_const;                  /* per value id: backend copy owned by this plan (or NULL) */

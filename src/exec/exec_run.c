@@ -123,7 +123,22 @@ static bool fbx__ir_graphs(const fbx__ir_plan *p) { return p->be->vt->graph_begi
  * device step makes v (a graph input, constant or host-step result is copied instead). */
 static bool fbx__ir_direct(const fbx__ir_plan *p, int v) {
   if (p->direct_out[v]) return true;
-  return p->io && p->io->outputs_on_device && p->out_pos[v] >= 0 && p->g->values[v].kind == FBX_IR_VALUE_NODE;
+  return p->io && p->io->outputs_on_device && p->out_pos[v] >= 0 && p->g->values[v].kind == FBX_IR_VALUE_NODE &&
+         !p->out_alias[v];
+}
+
+/* Whether device buffer [d, d + bytes) overlaps a device input of this run. */
+static bool fbx__ir_aliases_input(const fbx__ir_plan *p, const void *d, size_t bytes) {
+  if (!p->io || !p->io->input_on_device || !d || !bytes) return false;
+  const char *lo = d, *hi = lo + bytes;
+  for (int i = 0; i < p->g->n_inputs; i++) {
+    if (!p->io->input_on_device[i]) continue;
+    const fbx_tensor *t = &p->rt[p->g->inputs[i]];
+    const char *a = t->data;
+    size_t b = fbx__ir_tensor_bytes(t);
+    if (a && b && lo < a + b && a < hi) return true;
+  }
+  return false;
 }
 
 /* The trace site of plan node nid (its constant span text, interned in the
@@ -274,10 +289,14 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   for (int o = 0; o < n->n_outputs; o++) {
     int v = n->outputs[o];
     size_t need = fbx__ir_tensor_bytes(&out[o]);
-    if (fbx__ir_direct(p, v)) {
-      void *d = NULL;
+    void *d = NULL;
+    bool direct = fbx__ir_direct(p, v);
+    if (direct) {
       FBX_TRY(output_fn(output_ctx, p->out_pos[v], &out[o], &d));
       if (!d && need) return FBX_ERR("output %d: output_fn returned no buffer", p->out_pos[v]);
+      if (!p->direct_out[v] && fbx__ir_aliases_input(p, d, need)) direct = !(p->out_alias[v] = true);
+    }
+    if (direct) {
       out[o].data = d;
     } else {
       int s = p->slot_of[v];
@@ -482,6 +501,7 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
   p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = 0;
   p->io = io;
+  if (io) memset(p->out_alias, 0, sizeof(bool) * (size_t)p->g->n_values);
   fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
   p->io = NULL;
   /* an error mid-run may leave work queued that reads our buffers: drain it */
