@@ -20,6 +20,8 @@
 //   options     GPU device alone with device=cpu, or device_id other than its own: errors
 //               that name the key; both devices with device=cpu: runs on the CPU, correct.
 // The reference is ORT's CPU EP on the same inputs (float models; tolerance 1e-4 + 1e-3 rel).
+// FBX_TEST_REAL_GPU=1 runs the same on the machine's first NVIDIA GPU instead (vendor 0x10DE, CUDA
+// device memory; scripts/gpu_check.sh does this); without one it prints SKIP and passes.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +38,7 @@
 #include "common/check.h"
 
 #define SIM_VENDOR 0xFB0Eu   /* src/ep/ep_internal.h FBX_EP_VENDOR_SIM */
+#define NVIDIA_VENDOR 0x10DEu
 #define RTOL 1e-3
 #define ATOL 1e-4
 
@@ -47,6 +50,8 @@ typedef struct gpu {
   const OrtMemoryInfo *dev_mem, *pin_mem;
   OrtAllocator *dev_alloc, *pin_alloc;
   OrtMemoryInfo *cpu_mem;
+  int real;                 /* a real GPU (FBX_TEST_REAL_GPU=1), not the simulated one */
+  uint32_t vendor;          /* of the GPU device and its memory */
 } gpu;
 
 static char *ort_err(const OrtApi *ort, OrtStatus *st, const char *what) {
@@ -59,7 +64,8 @@ static char *ort_err(const OrtApi *ort, OrtStatus *st, const char *what) {
 
 static int is_handle(const void *p) { return ((uintptr_t)p >> 48) == SIM_VENDOR; }
 
-/* The value is in the simulated GPU's memory: its memory info says so and its data is a handle. */
+/* The value is in the GPU's memory: its memory info says so and (simulated GPU) its data is an
+ * opaque handle, which only our allocator makes. */
 static int on_device(gpu *g, const OrtValue *v) {
   const OrtMemoryInfo *mi = NULL;
   const void *p = NULL;
@@ -75,8 +81,8 @@ static int on_device(gpu *g, const OrtValue *v) {
     g->ort->ReleaseStatus(st);
     return 0;
   }
-  return t == OrtMemoryInfoDeviceType_GPU && g->ort->MemoryInfoGetVendorId(mi) == SIM_VENDOR &&
-         (bytes == 0 || is_handle(p));
+  return t == OrtMemoryInfoDeviceType_GPU && g->ort->MemoryInfoGetVendorId(mi) == g->vendor &&
+         (bytes == 0 || g->real || is_handle(p));
 }
 
 /* A device copy of host tensor t (through ORT's CopyTensors = our data transfer); staged in
@@ -141,9 +147,8 @@ static char *find_devices(gpu *g) {
     if (strcmp(g->ort->EpDevice_EpName(devs[i]), FBX_HOST_EP_NAME) != 0) continue;
     const OrtHardwareDevice *hw = g->ort->EpDevice_Device(devs[i]);
     if (g->ort->HardwareDevice_Type(hw) == OrtHardwareDeviceType_GPU) {
-      n_gpu++;
-      g->gpu_dev = devs[i];
-      CHECK(g->ort->HardwareDevice_VendorId(hw) == SIM_VENDOR, "GPU device vendor 0x%x",
+      if (!n_gpu++) g->gpu_dev = devs[i];
+      CHECK(g->ort->HardwareDevice_VendorId(hw) == g->vendor, "GPU device vendor 0x%x",
             g->ort->HardwareDevice_VendorId(hw));
     } else {
       n_cpu++;
@@ -152,7 +157,8 @@ static char *find_devices(gpu *g) {
             "the CPU device has no device memory info");
     }
   }
-  CHECK(n_cpu == 1 && n_gpu == 1, "Fusebox offers %d CPU and %d GPU device(s), expected 1 and 1", n_cpu, n_gpu);
+  CHECK(n_cpu == 1 && (g->real ? n_gpu >= 1 : n_gpu == 1), "Fusebox offers %d CPU and %d GPU device(s), expected 1 and %s",
+        n_cpu, n_gpu, g->real ? "1 or more" : "1");
   if (err || !g->gpu_dev) return err ? err : fbx_host_errf("no GPU OrtEpDevice");
   g->dev_mem = g->ort->EpDevice_MemoryInfo(g->gpu_dev, OrtDeviceMemoryType_DEFAULT);
   g->pin_mem = g->ort->EpDevice_MemoryInfo(g->gpu_dev, OrtDeviceMemoryType_HOST_ACCESSIBLE);
@@ -481,9 +487,27 @@ static void test_options(gpu *g, const fbx_host_tensor *cnn_ref) {
   fbx_host_tensor_free(&in);
 }
 
+/* Whether a real run has a GPU to run on: Fusebox lists a GPU OrtEpDevice. */
+static int have_gpu(gpu *g) {
+  const OrtEpDevice *const *devs = NULL;
+  size_t n = 0;
+  char *err = fbx_host_register_fusebox(g->h);
+  OrtStatus *st = err ? NULL : g->ort->GetEpDevices(g->env, &devs, &n);
+  if (st) g->ort->ReleaseStatus(st);
+  int found = 0;
+  for (size_t i = 0; !err && !st && i < n; i++)
+    found |= !strcmp(g->ort->EpDevice_EpName(devs[i]), FBX_HOST_EP_NAME) &&
+             g->ort->HardwareDevice_Type(g->ort->EpDevice_Device(devs[i])) == OrtHardwareDeviceType_GPU;
+  if (err) fprintf(stderr, "%s\n", err);
+  fbx_host_err_free(err);
+  return found;
+}
+
 int main(void) {
+  const char *real = getenv("FBX_TEST_REAL_GPU");
+  int use_real = real && !strcmp(real, "1");
   /* read by the factory when ORT registers the library, below */
-  setenv("FUSEBOX_TEST_DEVICE", "gpu-sim", 1);
+  if (!use_real) setenv("FUSEBOX_TEST_DEVICE", "gpu-sim", 1);
   if (fbx_host_find_repo_file("models/gen/cnn_small.onnx", kCnn, sizeof kCnn) ||
       fbx_host_find_repo_file("models/gen/decoder_tiny.onnx", kDec, sizeof kDec)) {
     printf("SKIP: models/gen/{cnn_small,decoder_tiny}.onnx not found (run scripts/make_models.sh)\n");
@@ -499,6 +523,14 @@ int main(void) {
   }
   g->ort = fbx_host_ort_api(g->h);
   g->env = fbx_host_ort_env(g->h);
+  g->real = use_real;
+  g->vendor = use_real ? NVIDIA_VENDOR : SIM_VENDOR;
+  if (use_real && !have_gpu(g)) {
+    printf("SKIP: FBX_TEST_REAL_GPU=1 but Fusebox lists no GPU OrtEpDevice (no NVIDIA GPU, driver or "
+           "libfusebox_cuda.so)\n");
+    fbx_host_close(g->h);
+    return 0;
+  }
   err = OK(CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &g->cpu_mem));
   if (!err) err = find_devices(g);
   fbx_host_tensor cnn_in = {0}, *cnn_ref = NULL, dec_ref[4] = {{0}};
@@ -518,7 +550,8 @@ int main(void) {
   fbx_host_tensor_free(&cnn_in);
   for (int s = 0; s < 4; s++) fbx_host_tensor_free(&dec_ref[s]);
   if (g->cpu_mem) g->ort->ReleaseMemoryInfo(g->cpu_mem);
-  printf("test_e2e_gpu_device (ORT %s): %d passed, %d failed\n", fbx_host_ort_version(g->h), passed, failed);
+  printf("test_e2e_gpu_device (ORT %s, %s GPU): %d passed, %d failed\n", fbx_host_ort_version(g->h),
+         g->real ? "real" : "simulated", passed, failed);
   fbx_host_close(g->h);
   return failed ? 1 : 0;
 }
