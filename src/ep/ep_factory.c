@@ -36,7 +36,6 @@ static OrtStatus *make_ep_device(fbx_ep_factory *f, const OrtHardwareDevice *hw,
    * graph inputs, outputs and IOBinding buffers of this device in them */
   os = FBX_ORT_EP->EpDevice_AddAllocatorInfo(*out, gpu->mem_device);
   if (!os) os = FBX_ORT_EP->EpDevice_AddAllocatorInfo(*out, gpu->mem_pinned);
-  gpu->ep_device = *out;
   return os; /* on error ORT releases what GetSupportedDevices returned so far */
 }
 

@@ -73,9 +73,9 @@ typedef struct fbx_ep_gpu {
   OrtMemoryInfo *mem_pinned;           /* owned: GPU, HOST_ACCESSIBLE */
   const OrtMemoryDevice *md_device;    /* of mem_device (ORT-owned, lives with it) */
   const OrtMemoryDevice *md_pinned;
-  const OrtHardwareDevice *hw;         /* ORT's (CUDA) or hw_owned (sim) */
-  OrtHardwareDevice *hw_owned;         /* sim: the hardware device we created (released with the factory) */
-  OrtEpDevice *ep_device;              /* ORT-owned, made in GetSupportedDevices */
+  const OrtHardwareDevice *hw;         /* ORT's, or hw_owned */
+  OrtHardwareDevice *hw_owned;         /* one we created (the simulated GPU, or a GPU ORT's discovery missed),
+                                          released with the factory; else NULL */
   fbx_ep_allocator alloc_device, alloc_pinned;
   pthread_mutex_t mu;                  /* guards be's creation */
   fbx_backend *be;                     /* owned, made on first use: allocations and data transfer */
@@ -114,7 +114,7 @@ typedef struct fbx_ep_factory {
   fbx_ep_data_transfer dt;
 } fbx_ep_factory;
 
-/* The GPU that an OrtEpDevice's hardware device and metadata name, or NULL (the CPU). */
+/* The GPU that an OrtEpDevice's metadata (FBX_EP_META_*) names, or NULL (the CPU). */
 fbx_ep_gpu *fbx_ep_factory_gpu_of(fbx_ep_factory *f, const OrtKeyValuePairs *ep_metadata);
 
 fbx_status *fbx_ep_factory_create(const char *registration_name, const OrtLogger *logger,
@@ -136,8 +136,8 @@ typedef struct fbx_ep {
 
 /* gpu: the GPU among the OrtEpDevices the session was given, or NULL; has_cpu: the CPU one is among
  * them too. The options choose between the two (device=cuda: the GPU), see ep_ep.c. */
-fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, const OrtSessionOptions *so, const OrtLogger *logger,
-                          fbx_ep **out);
+fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, const OrtSessionOptions *so,
+                          const OrtLogger *logger, fbx_ep **out);
 void fbx_ep_destroy(fbx_ep *ep);
 
 /* Reads ep.fuseboxexecutionprovider.* session config entries into o (after defaults). */
