@@ -12,6 +12,10 @@
 #      greedy decode of the generated decoder that must give ORT's tokens;
 #   4. compute-sanitizer memcheck on `fusebox check` of the generated models;
 #   5. `fusebox bench` with device=cuda (timings, informational: they pass when they run).
+# With device=cuda the sessions get every Fusebox OrtEpDevice, so they run on the GPU OrtEpDevice
+# (ORT's buffers in the GPU's memory); step 3 also checks the host-buffer path (--ep-devices cpu),
+# and test_e2e_gpu_device (FBX_TEST_REAL_GPU=1) checks IOBinding and the data transfer through the
+# C API. The Python client: python3 scripts/gpu_python_iobinding.py BUILD/libfusebox_ep.so MODEL...
 # Environment: FUSEBOX_ORT_LIB (default .deps/lib/libonnxruntime.1.30.so), FBX_GPU_LOG
 # (log folder, default a fresh /tmp/fusebox_gpu.XXXXXX). Prints one line per case and
 # "N passed, N failed"; exit 1 on any failure.
@@ -38,7 +42,7 @@ run_case() {
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
   # on a GPU machine these must run, not skip
-  case "$name" in test_cuda_ops* | test_cuda_nvrtc*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
+  case "$name" in test_cuda_ops* | test_cuda_nvrtc* | test_e2e_gpu_device*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1)); printf 'PASS  %-64s %6d ms\n' "$name" "$ms"
   else
@@ -63,6 +67,13 @@ if [ -n "$CS" ]; then
 else
   echo "compute-sanitizer not found: memcheck not run"
 fi
+
+echo "== the GPU OrtEpDevice through the C API (IOBinding, data transfer, allocators) =="
+for lib in "$ORT" "$ROOT/.deps/lib/libonnxruntime.1.29.so"; do
+  [ -f "$lib" ] || continue
+  run_case "test_e2e_gpu_device real GPU [$(basename "$lib")]" env FBX_TEST_REAL_GPU=1 FUSEBOX_ORT_LIB="$lib" \
+    "$BUILD/tests/test_e2e_gpu_device"
+done
 
 echo "== the ONNX node suite with device=cuda (exit 0: no case Fusebox claims is wrong) =="
 NODE_DIR=/usr/share/libonnx-testdata/data/node
@@ -93,6 +104,9 @@ for c in "${CASES[@]}"; do
     run_case "check $name device=cuda compile=$compile" "$BUILD/fusebox" check "$m" --ort "$ORT" $opts \
       --ep-option device=cuda --ep-option compile=$compile
   done
+  # shellcheck disable=SC2086
+  run_case "check $name device=cuda host buffers (--ep-devices cpu)" "$BUILD/fusebox" check "$m" --ort "$ORT" \
+    $opts --ep-devices cpu --ep-option device=cuda
 done
 if [ -f models/gen/decoder_tiny.onnx ]; then
   run_case "generate decoder_tiny device=cuda identical tokens" "$BUILD/fusebox" generate models/gen/decoder_tiny.onnx \

@@ -4,8 +4,9 @@ with ORT's CPU EP on the same random inputs.
 
 usage: python3 scripts/gpu_python_check.py LIBFUSEBOX_EP MODEL[=1x3x48x320] [...]
 Dynamic dims of the first input come from the =SHAPE suffix when given, else 1 (batch) / 8. Exit 1 on any mismatch (rtol 1e-3, atol 1e-4
-scaled by max|ref|). ORT's buffers are host memory here: Fusebox copies through its backend
-(IOBinding with device buffers needs the ORT device integration, not built yet)."""
+scaled by max|ref|). Every Fusebox OrtEpDevice is given with device=cuda, so where Fusebox lists a GPU
+device the session runs on it (ORT copies the feeds and outputs through Fusebox's data transfer);
+scripts/gpu_python_iobinding.py checks IOBinding with device buffers."""
 import sys
 import numpy as np
 import onnxruntime as ort

@@ -14,7 +14,10 @@ const char fbx_cli_global_help[] =
     "                         libfusebox_ep.so next to / above the executable)\n"
     "  --threads N            intra-op threads for every session (and Fusebox threads=N)\n"
     "  --ep-option KEY=VALUE  Fusebox EP option (repeatable): device, device_id, threads,\n"
-    "                         compile, cache_limit\n"
+    "                         compile, cache_limit, tf32\n"
+    "  --ep-devices all|cpu|gpu  which of Fusebox's OrtEpDevices the session gets (default all:\n"
+    "                         with device=cuda the GPU one where listed; cpu: device=cuda copies\n"
+    "                         ORT's host buffers each run; gpu: the GPU device alone)\n"
     "  --seed N               seed of the random inputs (default 42)\n"
     "input options (run, check, bench):\n"
     "  --input NAME=FILE.npy  use this data for input NAME (repeatable)\n"
@@ -123,6 +126,11 @@ int fbx_cli_parse(fbx_cli *c, const char *prog, int argc, char **argv, const cha
       else c->seed = (uint64_t)v;
     } else if (strcmp(opt, "--ep-option") == 0) {
       rc = cli__add_kv(c, c->ep_opts, &c->n_ep_opts, opt, val);
+    } else if (strcmp(opt, "--ep-devices") == 0) {
+      if (val && strcmp(val, "all") == 0) c->ep_devices = FBX_HOST_DEVICES_ALL;
+      else if (val && strcmp(val, "cpu") == 0) c->ep_devices = FBX_HOST_DEVICES_CPU;
+      else if (val && strcmp(val, "gpu") == 0) c->ep_devices = FBX_HOST_DEVICES_GPU;
+      else rc = -1;
     } else if (strcmp(opt, "--input") == 0) {
       rc = cli__add_kv(c, c->npy, &c->n_npy, opt, val);
     } else if (strcmp(opt, "--int-range") == 0) {
@@ -197,6 +205,7 @@ fbx_host_session *fbx_cli_session(fbx_cli *c, int use_fusebox, int record_assign
   use_fusebox = 0;
 #endif
   o.use_fusebox = use_fusebox;
+  o.fusebox_devices = c->ep_devices;
   o.ep_keys = keys;
   o.ep_vals = vals;
   o.n_ep_opts = n;

@@ -22,6 +22,7 @@ typedef struct fbx_cli {
   int threads;                 // --threads N (0: default)
   uint64_t seed;               // --seed N (default 42)
   fbx_cli_kv ep_opts[FBX_CLI_MAX_KV];  size_t n_ep_opts;   // --ep-option k=v
+  int ep_devices;              // --ep-devices all|cpu|gpu: FBX_HOST_DEVICES_* (default all)
   fbx_cli_kv npy[FBX_CLI_MAX_KV];      size_t n_npy;       // --input name=file.npy
   fbx_cli_kv ranges[FBX_CLI_MAX_KV];   size_t n_ranges;    // --int-range name=lo:hi
   fbx_cli_kv dimv[FBX_CLI_MAX_KV];     size_t n_dimv;      // --dim SYMBOL=N

@@ -24,6 +24,11 @@ typedef struct fbx_cuda_options {
  * no driver, no GPU, bad device id. */
 fbx_status *fbx_cuda_backend_open(const fbx_cuda_options *opt, fbx_backend **out);
 
+/* How many CUDA devices this process sees: loads the library (once) and asks
+ * the runtime. 0 when the library, the driver or a GPU is missing; *why (may
+ * be NULL) then gets the reason (owned by the caller, fbx_status_free). */
+int fbx_cuda_device_count(fbx_status **why);
+
 /* Whether a backend from fbx_cuda_backend_open has a kernel for this node with
  * these input shapes/dtypes (inputs[i].data may be NULL: only dtype and shape
  * are read). On false, reason (size reason_size, may be NULL) gets a sentence

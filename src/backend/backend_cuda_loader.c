@@ -78,6 +78,20 @@ fbx_status *fbx_cuda_backend_open(const fbx_cuda_options *opt, fbx_backend **out
   return fbx__cuda_entry.open(&o, out);
 }
 
+int fbx_cuda_device_count(fbx_status **why) {
+  if (why) *why = NULL;
+  pthread_mutex_lock(&fbx__cuda_lock);
+  fbx_status *st = fbx__cuda_load(NULL);
+  pthread_mutex_unlock(&fbx__cuda_lock);
+  if (!st && !fbx__cuda_entry.device_count)
+    st = FBX_ERR("Fusebox: device 'cuda': %s predates the device count entry", fbx__cuda_loaded_path);
+  int n = st ? 0 : fbx__cuda_entry.device_count();
+  if (!st && n == 0) st = FBX_ERR_NOTIMPL("Fusebox: device 'cuda': no NVIDIA GPU found");
+  if (why) *why = st;
+  else fbx_status_free(st);
+  return n;
+}
+
 bool fbx_cuda_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs,
                                int n_inputs, char *reason, size_t reason_size) {
   if (!fbx__cuda_entry.supports || !be) {

@@ -16,6 +16,7 @@ void fbx_ep_kernel_destroy(fbx_ep_kernel *k) {
   for (int i = 0; k->input_desc && i < k->n_inputs; i++) fbx_free(k->input_desc[i]);
   fbx_free(k->input_desc);
   fbx_free(k->inputs);
+  fbx_free(k->input_dev);
   fbx_free(k->name);
   fbx_free(k);
 }
@@ -70,7 +71,8 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
   k->n_inputs = d.g.n_inputs;
   k->n_outputs = d.g.n_outputs;
   k->inputs = fbx_calloc((size_t)(k->n_inputs ? k->n_inputs : 1), sizeof *k->inputs);
-  if (!k->name || !k->inputs) {
+  k->input_dev = fbx_calloc((size_t)(k->n_inputs ? k->n_inputs : 1), sizeof *k->input_dev);
+  if (!k->name || !k->inputs || !k->input_dev) {
     st = FBX_ERR_OOM();
     goto fail_k;
   }

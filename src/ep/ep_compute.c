@@ -1,5 +1,8 @@
 /* Compute: wrap ORT's input buffers (no copy), run the compiled subgraph,
- * let it write straight into ORT's output buffers. */
+ * let it write straight into ORT's output buffers. On a GPU OrtEpDevice,
+ * ORT's buffers are our device memory (our allocator: IOBinding's, or ORT's
+ * copies through our data transfer): device inputs are wrapped as device
+ * buffers and outputs written on the device, no host round trip. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,8 +20,10 @@ void ORT_API_CALL fbx_ep_kernel_release_state(OrtNodeComputeInfo *this_ptr, void
 /* Input i as a host tensor pointing at ORT's buffer. Absent optional: rank -1, data NULL.
  * An OrtValue that holds nothing is a graph input the host did not feed: an error
  * that names it (desc, from Compile), where ORT's own text would name no input. */
-static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, const char *desc, fbx_tensor *t) {
+static fbx_status *wrap_input(const fbx_ep_gpu *gpu, OrtKernelContext *kctx, size_t i, const char *desc, fbx_tensor *t,
+                              bool *on_device) {
   memset(t, 0, sizeof *t);
+  *on_device = false;
   const OrtValue *v = NULL;
   FBX_ORT_TRY(FBX_ORT->KernelContext_GetInput(kctx, i, &v));
   if (!v) {
@@ -40,13 +45,26 @@ static fbx_status *wrap_input(OrtKernelContext *kctx, size_t i, const char *desc
   const void *p = NULL;
   FBX_ORT_TRY(FBX_ORT->GetTensorData(v, &p));
   t->data = (void *)p; /* read only: the executor never writes graph inputs */
+  if (gpu) {
+    const OrtMemoryDevice *md = FBX_ORT_EP->Value_GetMemoryDevice(v);
+    *on_device = fbx_ep_gpu_owns(gpu, md);
+    /* else host memory (CPU or pinned): uploaded as on the CPU device; anything else we cannot read */
+    if (!*on_device && md && FBX_ORT_EP->MemoryDevice_GetDeviceType(md) != OrtMemoryInfoDeviceType_CPU &&
+        FBX_ORT_EP->MemoryDevice_GetMemoryType(md) != OrtDeviceMemoryType_HOST_ACCESSIBLE)
+      return FBX_ERR_ARG("input %zu, %s, is in another device's memory (vendor 0x%x, device %u)", i, desc,
+                         FBX_ORT_EP->MemoryDevice_GetVendorId(md), FBX_ORT_EP->MemoryDevice_GetDeviceId(md));
+  }
   return NULL;
 }
 
-typedef struct bind_ctx {
+/* Output binding context: ORT's kernel context, the kernel (its inputs: this
+ * run's wrapped input tensors) and, on a GPU device, the memory the outputs
+ * must be in (ORT allocates them with our device allocator). */
+typedef struct out_ctx {
   OrtKernelContext *kctx;
-  const fbx_ep_kernel *k; /* its inputs: this run's wrapped input tensors */
-} bind_ctx;
+  const fbx_ep_kernel *k;
+  const fbx_ep_gpu *gpu;
+} out_ctx;
 
 /* Is ORT's output buffer `data` (of `shape`) the very memory of one of this
  * run's inputs? IOBinding lets the host bind an output to an input's buffer
@@ -65,12 +83,15 @@ static int bind_same_as_input(const fbx_ep_kernel *k, const fbx_tensor *shape, c
 }
 
 static fbx_status *bind_output(void *ctx, int index, const fbx_tensor *shape, void **data, int *same_as_input) {
-  bind_ctx *b = ctx;
+  out_ctx *oc = ctx;
   OrtValue *ov = NULL;
-  FBX_ORT_TRY(FBX_ORT->KernelContext_GetOutput(b->kctx, (size_t)index, shape->dims, (size_t)shape->rank, &ov));
+  FBX_ORT_TRY(FBX_ORT->KernelContext_GetOutput(oc->kctx, (size_t)index, shape->dims, (size_t)shape->rank, &ov));
   if (!ov) return FBX_ERR("output %d: ORT returned no buffer", index);
   FBX_ORT_TRY(FBX_ORT->GetTensorMutableData(ov, data));
-  *same_as_input = bind_same_as_input(b->k, shape, *data);
+  if (oc->gpu && !fbx_ep_gpu_owns(oc->gpu, FBX_ORT_EP->Value_GetMemoryDevice(ov)))
+    return FBX_ERR("output %d: ORT gave a buffer outside the GPU's memory (expected %s %d)", index,
+                   fbx_ep_gpu_kind_name(oc->gpu->kind), oc->gpu->ordinal);
+  *same_as_input = bind_same_as_input(oc->k, shape, *data);
   return NULL;
 }
 
@@ -80,7 +101,7 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   const char *cache = r->cache == FBX_IR_CACHE_NONE ? "" : fbx_ir_cache_event_name(r->cache);
   fbx_trace_session_compute(s, path, cache);
   fbx_trace_session_device(s, r->allocs, r->host_syncs, r->graph_captures, r->graph_replays);
-  /* every run: a device backend wraps nothing (its inputs are uploaded), and says so with a 0 */
+  /* every run: a device backend wraps only inputs in its own memory (a GPU OrtEpDevice), else 0 */
   fbx_trace_session_wrap(s, r->wrap_count, r->wrap_bytes);
   if (r->copyout_count) fbx_trace_session_copy_out(s, false, r->copyout_bytes);
   if (r->delta_count) fbx_trace_session_copy_out(s, true, r->delta_bytes);
@@ -117,11 +138,14 @@ static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
   bool traced = fbx_trace_enabled();
   uint64_t t0 = traced ? fbx_trace_now_ns() : 0;
   fbx_ir_run_report r;
+  const fbx_ep_gpu *gpu = k->ep->gpu;
+  out_ctx oc = {.kctx = kctx, .k = k, .gpu = gpu};
   pthread_mutex_lock(&k->mu);
   fbx_status *st = NULL;
-  for (size_t i = 0; i < nin && !st; i++) st = wrap_input(kctx, i, k->input_desc[i], &k->inputs[i]);
-  bind_ctx bc = {kctx, k};
-  if (!st) st = fbx_ir_compiled_run(k->compiled, k->inputs, k->n_inputs, bind_output, &bc, &r);
+  for (size_t i = 0; i < nin && !st; i++)
+    st = wrap_input(gpu, kctx, i, k->input_desc[i], &k->inputs[i], &k->input_dev[i]);
+  fbx_ir_run_io io = {.input_on_device = k->input_dev, .outputs_on_device = gpu != NULL};
+  if (!st) st = fbx_ir_compiled_run_io(k->compiled, k->inputs, k->n_inputs, &io, bind_output, &oc, &r);
   pthread_mutex_unlock(&k->mu);
   uint64_t t1 = traced ? fbx_trace_now_ns() : 0;
   if (!st) trace_run(k, &r, t0, t1);

@@ -32,15 +32,49 @@ fbx_status *fbx_ep_options_from_session(const OrtSessionOptions *so, fbx_ep_opti
     st = fbx_ep_options_set(o, keys[i] + plen, values[i]);
   }
   FBX_ORT->ReleaseKeyValuePairs(kv);
-  if (!st) st = fbx_ep_options_validate(o);
   return st;
+}
+
+/* Which device the session runs on, given the OrtEpDevices ORT passed (gpu: ours among
+ * them, has_cpu: the CPU one too) and the options: only a GPU device -> that GPU (device
+ * may be left out or be 'cuda'); the CPU and a GPU device -> the GPU when device=cuda; only
+ * the CPU device -> the CPU, or with device=cuda a GPU whose inputs and outputs are host
+ * memory, copied each run (the first step of the CUDA backend). *use_gpu: run on gpu's memory. */
+static fbx_status *resolve_device(fbx_ep_options *opt, fbx_ep_gpu *gpu, bool has_cpu, bool *use_gpu) {
+  *use_gpu = false;
+  if (gpu && !has_cpu && opt->device_set && opt->device == FBX_EP_DEVICE_CPU)
+    return FBX_ERR_ARG("Fusebox: bad value 'cpu' for EP option 'device' (accepted: cuda, or leave it out): the session "
+                       "was given only Fusebox's GPU OrtEpDevice (%s %d); append its CPU OrtEpDevice to run on the CPU",
+                       fbx_ep_gpu_kind_name(gpu->kind), gpu->ordinal);
+  if (gpu && (!has_cpu || opt->device == FBX_EP_DEVICE_CUDA)) {
+    if (opt->device_id_set && opt->device_id != gpu->ordinal)
+      return FBX_ERR_ARG("Fusebox: bad value '%d' for EP option 'device_id' (accepted: %d, the GPU of the OrtEpDevice "
+                         "this session was given; append another GPU's OrtEpDevice to run there)",
+                         opt->device_id, gpu->ordinal);
+    opt->device = FBX_EP_DEVICE_CUDA;
+    opt->device_id = gpu->ordinal;
+    *use_gpu = true;
+  }
+  FBX_TRY(fbx_ep_options_validate(opt));
+  if (*use_gpu || opt->device != FBX_EP_DEVICE_CUDA) return NULL;
+  /* device=cuda on the CPU device: device_id is a CUDA ordinal of this machine */
+  int n = fbx_cuda_device_count(NULL);
+  if (!n) return NULL; /* no library, driver or GPU: opening the backend says which, in detail */
+  if (opt->device_id >= n)
+    return FBX_ERR_ARG("Fusebox: bad value '%d' for EP option 'device_id' (accepted: 0..%d: this machine has %d CUDA "
+                       "device%s)", opt->device_id, n - 1, n, n == 1 ? "" : "s");
+  return NULL;
 }
 
 /* The session's backend. FUSEBOX_TEST_BACKEND (a test aid, see README) swaps
  * the CPU backend for the opaque one, whose buffers the host cannot read:
  * "opaque", or "opaque:decline=<IR op>" to have its supports() refuse an op. */
-static fbx_status *create_backend(const fbx_ep_options *opt, fbx_backend **out) {
+static fbx_status *create_backend(const fbx_ep_options *opt, const fbx_ep_gpu *gpu, fbx_backend **out) {
   *out = NULL;
+  if (gpu && gpu->kind == FBX_EP_GPU_SIM) { /* the simulated GPU: the opaque backend, on ORT's buffers */
+    fbx_opaque_options oo = {.threads = opt->threads, .decline_op = -1};
+    return fbx_opaque_backend_create(&oo, out);
+  }
   if (opt->device == FBX_EP_DEVICE_CUDA) {
     /* dlopens libfusebox_cuda.so next to this library; a clear error without library, driver or GPU */
     fbx_cuda_options cuo = {.device_id = opt->device_id, .tf32 = opt->tf32};
@@ -63,17 +97,29 @@ static fbx_status *create_backend(const fbx_ep_options *opt, fbx_backend **out) 
   return fbx_opaque_backend_create(&oo, out);
 }
 
-fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const OrtLogger *logger,
-                          fbx_ep **out) {
+/* The memory ORT should place this EP's inputs and outputs in: the GPU's when the session
+ * runs on one (needed when the CPU OrtEpDevice was given too: ORT would otherwise infer it
+ * from the first device); NULL = ORT's default (the CPU). */
+static OrtStatus *ORT_API_CALL ep_get_default_memory_device(const OrtEp *this_ptr, const OrtMemoryDevice **device) {
+  const fbx_ep *ep = (const fbx_ep *)this_ptr;
+  *device = ep->gpu ? ep->gpu->md_device : NULL;
+  return NULL;
+}
+
+fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, const OrtSessionOptions *so,
+                          const OrtLogger *logger, fbx_ep **out) {
   *out = NULL;
   fbx_ep_options opt;
+  bool use_gpu = false;
   FBX_TRY(fbx_ep_options_from_session(so, &opt));
+  FBX_TRY(resolve_device(&opt, gpu, has_cpu, &use_gpu));
   fbx_ep *ep = fbx_calloc(1, sizeof *ep);
   if (!ep) return FBX_ERR_OOM();
   ep->factory = f;
   ep->opt = opt;
   ep->logger = logger;
-  fbx_status *st = create_backend(&opt, &ep->backend);
+  ep->gpu = use_gpu ? gpu : NULL;
+  fbx_status *st = create_backend(&opt, ep->gpu, &ep->backend);
   if (!st && !ep->backend->vt->host_visible) { /* plan-time host work: folding, shape data */
     fbx_cpu_options hopt = {.threads = 1};
     st = fbx_cpu_backend_create(&hopt, &ep->host_backend);
@@ -92,7 +138,8 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const 
   b->ReleaseNodeComputeInfos = fbx_ep_release_node_compute_infos;
   /* ORT's own profiler: our spans land in ORT's profile JSON (src/ep/ep_profiler.c). */
   b->CreateProfiler = ep_create_profiler;
-  /* Everything else optional stays NULL (NCHW layout, no allocator, no streams). */
+  b->GetDefaultMemoryDevice = ep_get_default_memory_device;
+  /* Everything else optional stays NULL (NCHW layout; allocators come from the factory; no streams). */
   *out = ep;
   return NULL;
 }

@@ -45,12 +45,77 @@ fbx_status *fbx_ep_value_type_shape(const OrtValue *v, int *onnx_type, int64_t d
     if (fbx__os) return fbx_ep_status_from_ort(fbx__os, #call);        \
   } while (0)
 
+/* ---- GPU devices (ep_gpu.c, ep_allocator.c, ep_data_transfer.c) ---- */
+#define FBX_EP_VENDOR_NVIDIA 0x10DEu   /* PCI vendor id ORT gives NVIDIA GPUs */
+#define FBX_EP_VENDOR_SIM 0xFB0Eu      /* the simulated GPU of FUSEBOX_TEST_DEVICE=gpu-sim */
+#define FBX_EP_MAX_GPUS 16
+
+typedef enum fbx_ep_gpu_kind {
+  FBX_EP_GPU_CUDA,            /* an NVIDIA GPU through libfusebox_cuda.so */
+  FBX_EP_GPU_SIM,             /* test aid: the opaque backend posing as a GPU (no GPU needed) */
+} fbx_ep_gpu_kind;
+
+struct fbx_ep_gpu;
+
+/* An OrtAllocator over one buffer type of a GPU's backend. */
+typedef struct fbx_ep_allocator {
+  OrtAllocator base;          /* first */
+  struct fbx_ep_gpu *gpu;     /* borrowed: the factory owns both */
+  fbx_buft type;              /* FBX_BUFT_DEVICE (OrtDeviceMemoryType_DEFAULT) or FBX_BUFT_HOST_PINNED (HOST_ACCESSIBLE) */
+  const OrtMemoryInfo *info;  /* borrowed from the gpu */
+} fbx_ep_allocator;
+
+/* One GPU the factory lists as an OrtEpDevice. Owned by the factory; sessions borrow it. */
+typedef struct fbx_ep_gpu {
+  fbx_ep_gpu_kind kind;
+  int ordinal;                         /* CUDA device id (sim: 0) */
+  OrtMemoryInfo *mem_device;           /* owned: GPU, DEFAULT */
+  OrtMemoryInfo *mem_pinned;           /* owned: GPU, HOST_ACCESSIBLE */
+  const OrtMemoryDevice *md_device;    /* of mem_device (ORT-owned, lives with it) */
+  const OrtMemoryDevice *md_pinned;
+  const OrtHardwareDevice *hw;         /* ORT's, or hw_owned */
+  OrtHardwareDevice *hw_owned;         /* one we created (the simulated GPU, or a GPU ORT's discovery missed),
+                                          released with the factory; else NULL */
+  fbx_ep_allocator alloc_device, alloc_pinned;
+  pthread_mutex_t mu;                  /* guards be's creation */
+  fbx_backend *be;                     /* owned, made on first use: allocations and data transfer */
+} fbx_ep_gpu;
+
+/* The GPU's own backend (made on first use; NULL + status on failure). */
+fbx_status *fbx_ep_gpu_backend(fbx_ep_gpu *g, fbx_backend **out);
+/* Whether md is this GPU's DEFAULT (device) memory. */
+bool fbx_ep_gpu_owns(const fbx_ep_gpu *g, const OrtMemoryDevice *md);
+/* Fills g (memory infos, allocators) for kind/ordinal; on failure g is left empty. fbx_ep_gpu_fini
+ * undoes it (the backend and an owned hardware device included). */
+fbx_status *fbx_ep_gpu_init(fbx_ep_gpu *g, fbx_ep_gpu_kind kind, int ordinal);
+void fbx_ep_gpu_fini(fbx_ep_gpu *g);
+/* "cuda" or "gpu-sim": the ep_metadata value of key FBX_EP_META_DEVICE. */
+const char *fbx_ep_gpu_kind_name(fbx_ep_gpu_kind k);
+#define FBX_EP_META_DEVICE "fusebox.device"
+#define FBX_EP_META_DEVICE_ID "fusebox.device_id"
+
+void fbx_ep_allocator_init(fbx_ep_allocator *a, fbx_ep_gpu *g, fbx_buft type, const OrtMemoryInfo *info);
+
+/* The factory's one OrtDataTransferImpl (Release is a no-op: the factory owns it). */
+typedef struct fbx_ep_data_transfer {
+  OrtDataTransferImpl base;   /* first */
+  struct fbx_ep_factory *factory;
+} fbx_ep_data_transfer;
+void fbx_ep_data_transfer_init(fbx_ep_data_transfer *dt, struct fbx_ep_factory *f);
+
 /* ---- the factory (ep_factory.c) ---- */
 typedef struct fbx_ep_factory {
   OrtEpFactory base;          /* first */
   char *registration_name;    /* given by the host at RegisterExecutionProviderLibrary */
   const OrtLogger *logger;
+  fbx_ep_gpu gpus[FBX_EP_MAX_GPUS];  /* the GPUs listed as OrtEpDevices (first n_gpus made) */
+  int n_gpus;
+  bool probed;                /* GetSupportedDevices has looked for GPUs */
+  fbx_ep_data_transfer dt;
 } fbx_ep_factory;
+
+/* The GPU that an OrtEpDevice's metadata (FBX_EP_META_*) names, or NULL (the CPU). */
+fbx_ep_gpu *fbx_ep_factory_gpu_of(fbx_ep_factory *f, const OrtKeyValuePairs *ep_metadata);
 
 fbx_status *fbx_ep_factory_create(const char *registration_name, const OrtLogger *logger,
                                   fbx_ep_factory **out);
@@ -64,12 +129,15 @@ typedef struct fbx_ep {
   fbx_backend *backend;       /* owned; one per OrtEp */
   fbx_backend *host_backend;  /* owned; host CPU backend for plan-time work when backend is not host-visible; or NULL */
   fbx_trace_session *trace;   /* owned; NULL when tracing is off */
+  fbx_ep_gpu *gpu;            /* borrowed from the factory: the session's GPU OrtEpDevice, or NULL (CPU device) */
   const OrtLogger *logger;
   int n_compiled;             /* fused subgraphs compiled so far (names) */
 } fbx_ep;
 
-fbx_status *fbx_ep_create(fbx_ep_factory *f, const OrtSessionOptions *so, const OrtLogger *logger,
-                          fbx_ep **out);
+/* gpu: the GPU among the OrtEpDevices the session was given, or NULL; has_cpu: the CPU one is among
+ * them too. The options choose between the two (device=cuda: the GPU), see ep_ep.c. */
+fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, const OrtSessionOptions *so,
+                          const OrtLogger *logger, fbx_ep **out);
 void fbx_ep_destroy(fbx_ep *ep);
 
 /* Reads ep.fuseboxexecutionprovider.* session config entries into o (after defaults). */
@@ -94,6 +162,7 @@ typedef struct fbx_ep_kernel {
   int n_nodes;                /* ONNX nodes fused (trace args) */
   int n_inputs, n_outputs;    /* as ORT passes them to Compute */
   fbx_tensor *inputs;         /* owned, (n_inputs): scratch, guarded by mu */
+  bool *input_dev;            /* owned, (n_inputs): scratch, guarded by mu: input i is in the GPU's memory */
   char **input_desc;          /* owned, (n_inputs): "'<value>' (read by node '<name>' (<op>))", for errors */
   pthread_mutex_t mu;         /* Compute may be called concurrently */
   bool mu_ready;              /* mu initialised (destroy only then) */

@@ -14,6 +14,7 @@ void fbx_ep_options_default(fbx_ep_options *o) {
   o->compile = true;
   o->cache_limit = 16;
   o->tf32 = false;
+  o->device_set = o->device_id_set = false;
 }
 
 /* The numeric options: one parser, one message. note: what the range means. */
@@ -54,12 +55,14 @@ fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *v
     if (!parse_int(value, io->lo, io->hi, (int *)((char *)o + io->offset)))
       return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option '%s' (accepted: an integer %d..%d%s, digits only)",
                          value, io->key, io->lo, io->hi, io->note);
+    if (io->offset == offsetof(fbx_ep_options, device_id)) o->device_id_set = true;
     return NULL;
   }
   if (strcmp(key, "device") == 0) {
     if (strcasecmp(value, "cpu") == 0) o->device = FBX_EP_DEVICE_CPU;
     else if (strcasecmp(value, "cuda") == 0) o->device = FBX_EP_DEVICE_CUDA;
     else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'device' (accepted: cpu, cuda)", value);
+    o->device_set = true;
   } else if (strcmp(key, "compile") == 0) {
     if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->compile = true;
     else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->compile = false;

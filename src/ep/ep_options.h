@@ -24,6 +24,8 @@ typedef struct fbx_ep_options {
   bool compile;           /* "on" (default) | "off": off = always eager */
   int cache_limit;        /* 1..FBX_EP_CACHE_LIMIT_MAX, default 16: plans cached per fused subgraph */
   bool tf32;              /* "on" | "off" (default): TF32 tensor cores for fp32 GEMMs on cuda */
+  bool device_set;        /* the host gave 'device' (else the OrtEpDevice decides: ep_ep.c) */
+  bool device_id_set;     /* the host gave 'device_id' */
 } fbx_ep_options;
 
 /* The session config prefix ORT gives our keys: "ep." + lower-case EP name + ".". */

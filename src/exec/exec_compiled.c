@@ -257,22 +257,22 @@ static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_t
 }
 
 static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
-                                     fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+                                     const fbx_ir_run_io *io, fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
   if (!c->eager) { /* no folding, fusion or preparation: nothing in it depends on the inputs */
     fbx__ir_plan_opts o = {.host = c->host};
     FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &c->eager));
   }
-  return fbx__ir_plan_run(c->eager, inputs, n_inputs, output_fn, output_ctx, report);
+  return fbx__ir_plan_run(c->eager, inputs, n_inputs, io, output_fn, output_ctx, report);
 }
 
 static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
-                                      fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *r) {
+                                      const fbx_ir_run_io *io, fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *r) {
   fbx_ir_path path = fbx_ir_path_classify(c->g, c->opt.compile, inputs, n_inputs);
   r->path = path;
   if (path == FBX_IR_PATH_EAGER) {
     r->cache = FBX_IR_CACHE_NONE;
     fbx__ir_shape_key(c->g, inputs, n_inputs, false, r->shape_key, sizeof r->shape_key);
-    return fbx__ir_run_eager(c, inputs, n_inputs, output_fn, output_ctx, r);
+    return fbx__ir_run_eager(c, inputs, n_inputs, io, output_fn, output_ctx, r);
   }
   bool decode = path == FBX_IR_PATH_DECODE;
   fbx__ir_shape_key(c->g, inputs, n_inputs, decode, r->shape_key, sizeof r->shape_key);
@@ -299,7 +299,7 @@ static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inpu
       fbx_status_free(st);
       r->path = FBX_IR_PATH_EAGER;
       r->cache = FBX_IR_CACHE_NONE;
-      return fbx__ir_run_eager(c, inputs, n_inputs, output_fn, output_ctx, r);
+      return fbx__ir_run_eager(c, inputs, n_inputs, io, output_fn, output_ctx, r);
     }
     p->path = path;
     snprintf(p->key, sizeof p->key, "%s", r->shape_key);
@@ -307,19 +307,29 @@ static fbx_status *fbx__ir_run_locked(fbx_ir_compiled *c, const fbx_tensor *inpu
   }
   fbx__ir_seen_add(c, path, r->shape_key);
   p->last_used = ++c->tick;
-  return fbx__ir_plan_run(p, inputs, n_inputs, output_fn, output_ctx, r);
+  return fbx__ir_plan_run(p, inputs, n_inputs, io, output_fn, output_ctx, r);
 }
 
-fbx_status *fbx_ir_compiled_run(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
-                                fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+fbx_status *fbx_ir_compiled_run_io(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                   const fbx_ir_run_io *io, fbx_ir_output_fn output_fn, void *output_ctx,
+                                   fbx_ir_run_report *report) {
   if (!c) return FBX_ERR_ARG("fbx_ir_compiled_run: compiled subgraph is NULL");
   if (!output_fn) return FBX_ERR_ARG("%s: output_fn is required", c->name);
+  bool dev = io && io->outputs_on_device;
+  for (int i = 0; io && io->input_on_device && i < n_inputs; i++) dev = dev || io->input_on_device[i];
+  if (dev && c->be->vt->host_visible)
+    return FBX_ERR_ARG("%s: device-memory inputs or outputs on host-visible backend '%s'", c->name, c->be->vt->name);
   FBX_TRY(fbx__ir_validate_inputs(c, inputs, n_inputs));
   fbx_ir_run_report local;
   fbx_ir_run_report *r = report ? report : &local;
   memset(r, 0, sizeof *r);
   pthread_mutex_lock(&c->mu);
-  fbx_status *st = fbx__ir_run_locked(c, inputs, n_inputs, output_fn, output_ctx, r);
+  fbx_status *st = fbx__ir_run_locked(c, inputs, n_inputs, dev ? io : NULL, output_fn, output_ctx, r);
   pthread_mutex_unlock(&c->mu);
   return st;
+}
+
+fbx_status *fbx_ir_compiled_run(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+  return fbx_ir_compiled_run_io(c, inputs, n_inputs, NULL, output_fn, output_ctx, report);
 }

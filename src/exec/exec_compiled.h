@@ -93,6 +93,17 @@ typedef fbx_status *(*fbx_ir_output_fn)(void *ctx, int output_index, const fbx_t
 
 typedef struct fbx_ir_compiled fbx_ir_compiled;
 
+/* Where a run's inputs and outputs live, for a backend that is not host-visible
+ * (a GPU whose buffers ORT allocated through the EP, e.g. with IOBinding):
+ * a device input is wrapped in place (zero-copy: no upload; shape data it
+ * feeds is read back, a sync each); device outputs are written in place by
+ * the node that makes them (others are copied on the device). NULL io, or
+ * all false: host memory both ways (fbx_ir_compiled_run). */
+typedef struct fbx_ir_run_io {
+  const bool *input_on_device;  /* (n_inputs) or NULL: inputs[i].data is a DEVICE buffer of the backend */
+  bool outputs_on_device;       /* output_fn returns DEVICE buffers of the backend */
+} fbx_ir_run_io;
+
 /* Takes ownership of g (destroyed with the compiled object, or on failure).
  * be is borrowed and must outlive the compiled object. name labels traces. */
 fbx_status *fbx_ir_compiled_create(fbx_ir_graph *g, fbx_backend *be,
@@ -106,6 +117,11 @@ void fbx_ir_compiled_destroy(fbx_ir_compiled *c);
 fbx_status *fbx_ir_compiled_run(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
                                 fbx_ir_output_fn output_fn, void *output_ctx,
                                 fbx_ir_run_report *report);
+
+/* fbx_ir_compiled_run with inputs/outputs in device memory as io says (may be NULL). */
+fbx_status *fbx_ir_compiled_run_io(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                   const fbx_ir_run_io *io, fbx_ir_output_fn output_fn, void *output_ctx,
+                                   fbx_ir_run_report *report);
 
 const fbx_ir_graph *fbx_ir_compiled_graph(const fbx_ir_compiled *c);
 

@@ -79,7 +79,6 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->priv_ptr);
   fbx_free(p->priv_cap);
   fbx_free(p->out_bound);
-  fbx_free(p->out_alias);
   fbx_free(p->out_mode);
   fbx_free(p->out_delta);
   fbx_free(p->sig.w);
@@ -90,6 +89,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->sites); /* the sites belong to the trace session */
   fbx_free(p->slot_of);
   fbx_free(p->direct_out);
+  fbx_free(p->out_alias);
   fbx_free(p->out_pos);
   fbx_free(p->slot_ptr);
   fbx_free(p->slot_cap);

@@ -95,6 +95,7 @@ typedef struct fbx__ir_plan {
   int *out_alias;                      /*   its same_as_input */
   unsigned char *out_mode;             /*   fbx__ir_out_mode */
   int64_t *out_delta;                  /*   in place on a host-visible backend: the new rows' bytes */
+  const fbx_ir_run_io *io;             /* this run's device-memory inputs/outputs, or NULL (host memory) */
   /* Graphs (backends with graph_begin; see exec_run.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig;                     /* this run's words, step after step */
@@ -160,7 +161,7 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p);
 void fbx__ir_host_free(fbx__ir_plan *p, int v);
 
 /* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report);
 
 /* Passes over a plan graph (a clone the plan owns). dead[n] marks removed nodes. */

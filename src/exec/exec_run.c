@@ -145,6 +145,20 @@ static fbx_status *fbx__ir_sig_tail_copy(fbx__ir_sig *dst, const fbx__ir_sig *a,
 /* Whether this pass records signatures (the backend can capture). */
 static bool fbx__ir_graphs(const fbx__ir_plan *p) { return p->be->vt->graph_begin && !p->graph_off; }
 
+/* Whether device buffer [d, d + bytes) overlaps a device input of this run. */
+static bool fbx__ir_aliases_input(const fbx__ir_plan *p, const void *d, size_t bytes) {
+  if (!p->io || !p->io->input_on_device || !d || !bytes) return false;
+  const char *lo = d, *hi = lo + bytes;
+  for (int i = 0; i < p->g->n_inputs; i++) {
+    if (!p->io->input_on_device[i]) continue;
+    const fbx_tensor *t = &p->rt[p->g->inputs[i]];
+    const char *a = t->data;
+    size_t b = fbx__ir_tensor_bytes(t);
+    if (a && b && lo < a + b && a < hi) return true;
+  }
+  return false;
+}
+
 /* The trace site of plan node nid (its constant span text, interned in the
  * session bound to this thread), made on the node's first traced run. */
 static fbx_trace_op_site *fbx__ir_trace_site(fbx__ir_plan *p, int nid) {
@@ -304,14 +318,20 @@ static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t,
  * memory on a host-visible backend, the uploaded copy on a device), marked
  * in place for the kernel; a direct output whose buffer is some input's in a
  * private buffer (copied at the end, once every step has read the input);
- * anything else in its slot. */
+ * anything else in its slot. With device-memory outputs (io) every graph
+ * output a device step makes is direct, unless its buffer overlaps a device
+ * input (IOBinding can bind one buffer to both): then it is made in its slot
+ * and copied on the device at the end. */
 static fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *out, fbx_ir_output_fn output_fn,
                                          void *output_ctx) {
   fbx_ir_graph *g = p->g;
   int v = g->nodes[nid].outputs[o];
   size_t need = fbx__ir_tensor_bytes(out);
   bool app = p->app_node[v] == nid;
-  if (!p->direct_out[v] && !app) {
+  /* device-memory outputs (io): every graph output a device step makes is written in place */
+  bool dev_out = p->io && p->io->outputs_on_device && p->out_pos[v] >= 0;
+  bool direct = p->direct_out[v] || dev_out;
+  if (!direct && !app) {
     int s = p->slot_of[v];
     FBX_TRY(fbx__ir_buf_ensure(p, &p->slot_ptr[s], &p->slot_cap[s], need));
     out->data = p->slot_ptr[s];
@@ -326,7 +346,7 @@ static fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_te
   if (in_place) {
     out->data = src->data;
     p->out_mode[pos] = FBX__IR_OUT_IN_PLACE;
-  } else if (p->direct_out[v] && alias < 0) {
+  } else if (direct && alias < 0 && !(dev_out && fbx__ir_aliases_input(p, p->out_bound[pos], need))) {
     out->data = p->out_bound[pos];
     p->out_mode[pos] = FBX__IR_OUT_DIRECT;
   } else if (p->direct_out[v]) {
@@ -445,15 +465,26 @@ static void fbx__ir_count_full(fbx_ir_run_report *report, size_t b) {
   report->copyout_bytes += (int64_t)b;
 }
 
-/* Copy value v whole into d (a host buffer): from its host copy
+/* Copy value v whole into d: into a host buffer from its host copy
  * (host-visible memory, a graph input, a constant, a host step, a private
- * buffer), else enqueued from the device (complete at the run's synchronize). */
+ * buffer), else enqueued from the device (complete at the run's
+ * synchronize); into a device buffer (io outputs_on_device) on the device,
+ * or uploaded from the host copy. */
 static fbx_status *fbx__ir_copy_whole(fbx__ir_plan *p, int v, const void *host_src, void *d, int pos,
                                       fbx_ir_run_report *report) {
   const fbx_tensor *t = &p->rt[v];
   size_t b = fbx__ir_tensor_bytes(t);
   if (!b) return NULL;
   if (!d) return FBX_ERR("output %d: output_fn returned no buffer", pos);
+  if (p->io && p->io->outputs_on_device) { /* d is device memory (a backend that is not host-visible) */
+    fbx_backend *be = p->be;
+    if (host_src) FBX_TRY(fbx_backend_copy_from_host_async(be, d, host_src, b));
+    else if (t->data) FBX_TRY(be->vt->copy_device(be, d, t->data, b));
+    else if (p->hdata[v]) FBX_TRY(fbx_backend_copy_from_host_async(be, d, p->hdata[v], b));
+    else return FBX_ERR("output %d: no device or host copy to write out", pos);
+    fbx__ir_count_full(report, b);
+    return NULL;
+  }
   if (!host_src) host_src = p->be->vt->host_visible ? t->data : p->hdata[v];
   if (host_src == d) { /* the very buffer (an output bound twice over one value) */
   } else if (host_src) {
@@ -534,7 +565,9 @@ static fbx_status *fbx__ir_finish_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn
 
 /* Bind the run's inputs: host-visible engines read them in place; others
  * keep the caller's pointer as the host copy and upload the inputs that
- * device steps read. */
+ * device steps read, except device-memory inputs (io), which are wrapped in
+ * place like host inputs of a host-visible engine (no host copy: a host step
+ * that needs one reads it back). */
 static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
                                        fbx_ir_run_report *report) {
   fbx_ir_graph *g = p->g;
@@ -542,7 +575,8 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
     int v = g->inputs[i];
     p->rt[v] = inputs[i];
     size_t b = fbx__ir_tensor_bytes(&inputs[i]);
-    if (p->be->vt->host_visible) {
+    if (p->be->vt->host_visible || (p->io && p->io->input_on_device && p->io->input_on_device[i])) {
+      if (p->hdata) p->hdata[v] = NULL;
       if (report) {
         report->wrap_count++;
         report->wrap_bytes += (int64_t)b;
@@ -754,10 +788,12 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   return NULL;
 }
 
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
                              fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
   p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = 0;
+  p->io = io;
   fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
+  p->io = NULL;
   /* an error mid-run may leave work queued that reads our buffers: drain it */
   if (st && !p->be->vt->host_visible) fbx_status_free(fbx__ir_sync(p));
   if (report) {

@@ -227,6 +227,7 @@ void fbx_host_close(fbx_host *h) {
 const char *fbx_host_ort_path(const fbx_host *h) { return h->ort_path; }
 const char *fbx_host_ep_path(const fbx_host *h) { return h->ep_path; }
 const void *fbx_host_ort_api(const fbx_host *h) { return h->api; }
+void *fbx_host_ort_env(const fbx_host *h) { return h->env; }
 
 const char *fbx_host_ort_version(const fbx_host *h) {
   typedef const OrtApiBase *(*get_api_base_fn)(void);
@@ -346,7 +347,8 @@ fail:
   return err;
 }
 
-// Append the Fusebox EP (all devices it offers) to `so`.
+// Append the Fusebox EP to `so`: every device it offers, or only its CPU / GPU ones
+// (o->fusebox_devices).
 static char *host__append_fusebox(fbx_host *h, OrtSessionOptions *so,
                                   const fbx_host_session_opts *o) {
   char *err = fbx_host_register_fusebox(h);
@@ -358,7 +360,11 @@ static char *host__append_fusebox(fbx_host *h, OrtSessionOptions *so,
   size_t n_mine = 0;
   for (size_t i = 0; i < n_devs && n_mine < 16; i++) {
     const char *nm = h->api->EpDevice_EpName(devs[i]);
-    if (nm && strcmp(nm, FBX_HOST_EP_NAME) == 0) mine[n_mine++] = devs[i];
+    if (!nm || strcmp(nm, FBX_HOST_EP_NAME) != 0) continue;
+    int gpu = h->api->HardwareDevice_Type(h->api->EpDevice_Device(devs[i])) == OrtHardwareDeviceType_GPU;
+    if ((o->fusebox_devices == FBX_HOST_DEVICES_CPU && gpu) || (o->fusebox_devices == FBX_HOST_DEVICES_GPU && !gpu))
+      continue;
+    mine[n_mine++] = devs[i];
   }
   if (n_mine == 0)
     return fbx_host_errf("ort_host: no OrtEpDevice with EP name %s after registering %s "

@@ -83,6 +83,8 @@ const char *fbx_host_ort_version(const fbx_host *h);  // GetVersionString(), e.g
 char *fbx_host_register_fusebox(fbx_host *h);
 // The underlying OrtApi (const OrtApi *) for callers that need more; cast as needed.
 const void *fbx_host_ort_api(const fbx_host *h);
+// The OrtEnv (OrtEnv *), likewise.
+void *fbx_host_ort_env(const fbx_host *h);
 
 // ---------------------------------------------------------------------------------------
 // Sessions
@@ -100,7 +102,10 @@ typedef struct fbx_host_session_opts {
   size_t n_cfg;
   int opt_level;                    // -1: ORT default; else GraphOptimizationLevel (0,1,2,99)
   int record_assignment;            // 1: session.record_ep_graph_assignment_info=1
+  int fusebox_devices;              // which Fusebox OrtEpDevices to append: FBX_HOST_DEVICES_*
 } fbx_host_session_opts;
+
+enum { FBX_HOST_DEVICES_ALL = 0, FBX_HOST_DEVICES_CPU = 1, FBX_HOST_DEVICES_GPU = 2 };
 
 fbx_host_session_opts fbx_host_session_opts_default(void);
 

@@ -34,6 +34,15 @@ int main(void) {
   CHECK(s == NULL, "defaults validate");
   fbx_status_free(s);
 
+  /* whether the host gave device / device_id: the GPU OrtEpDevice decides the rest (ep_ep.c) */
+  CHECK(!o.device_set && !o.device_id_set, "defaults: neither device nor device_id given");
+  CHECK(set_ok(&o, "device_id", "0") && o.device_id_set && !o.device_set, "device_id=0 marks device_id given");
+  CHECK(set_ok(&o, "device", "cuda") && o.device_set && o.device == FBX_EP_DEVICE_CUDA, "device=cuda marks device given");
+  CHECK(set_fails_with(&o, "device", "gpu", "'device'", "cpu, cuda") && o.device == FBX_EP_DEVICE_CUDA,
+        "device=gpu refused, value kept");
+  fbx_ep_options_default(&o);
+  CHECK(!o.device_set && !o.device_id_set && o.device == FBX_EP_DEVICE_CPU, "defaults clear the flags");
+
   CHECK(set_ok(&o, "threads", "2") && o.threads == 2, "threads=2");
   CHECK(set_ok(&o, "threads", "0") && o.threads == 0, "threads=0");
   CHECK(set_ok(&o, "threads", "256") && o.threads == 256, "threads=256 (the maximum)");

@@ -24,6 +24,8 @@ typedef struct fbx_cuda_entry {
   fbx_status *(*open)(const fbx_cuda_options *opt, fbx_backend **out);
   bool (*supports)(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                    char *reason, size_t reason_size);
+  /* CUDA devices this process sees (0 with no driver or GPU); may be NULL in an older library */
+  int (*device_count)(void);
 } fbx_cuda_entry;
 
 typedef fbx_status *(*fbx_cuda_entry_get_fn)(const fbx_cuda_abi_check *check, fbx_cuda_entry *out);

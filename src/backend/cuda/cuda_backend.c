@@ -348,6 +348,11 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   return NULL;
 }
 
+static int fbx__cuda_device_count(void) {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0 ? count : 0;
+}
+
 static bool fbx__cuda_supports_entry(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                                      char *reason, size_t reason_size) {
   return fbx_cuda_supports(be, node, inputs, n_inputs, reason, reason_size);
@@ -366,5 +371,6 @@ fbx_status *fbx_cuda_entry_get(const fbx_cuda_abi_check *check, fbx_cuda_entry *
                    check ? check->sz_tensor : 0, check ? check->sz_vtable : 0);
   out->open = fbx__cuda_open;
   out->supports = fbx__cuda_supports_entry;
+  out->device_count = fbx__cuda_device_count;
   return NULL;
 }

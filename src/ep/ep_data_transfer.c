@@ -1,0 +1,106 @@
+/* OrtDataTransferImpl: the copies ORT makes between host memory and a GPU
+ * of ours (graph inputs and outputs without IOBinding, MemcpyToHost /
+ * MemcpyFromHost at the edges of our subgraphs, IOBinding's output fetches).
+ *
+ *   host (CPU memory or our pinned memory) -> our GPU : copy_from_host
+ *   our GPU -> host                                   : copy_to_host (waits itself)
+ *   our GPU -> the same GPU                           : copy_device
+ *   pinned <-> CPU                                    : memcpy
+ * and one synchronize per GPU written to, after the last copy of the call.
+ *
+ * The factory is not stream aware (IsStreamAware is false), so ORT passes no
+ * streams and every copy is complete when CopyTensors returns (the backend's
+ * synchronous copies wait for queued work first). Copies go through the GPU's
+ * own backend, a separate queue from the sessions': a session synchronises at
+ * the end of every Compute, so what it wrote is complete before ORT copies it. */
+#include <string.h>
+
+#include "ep_internal.h"
+
+/* The GPU whose DEFAULT memory md is, or NULL. */
+static fbx_ep_gpu *gpu_of_memory(fbx_ep_factory *f, const OrtMemoryDevice *md) {
+  for (int i = 0; i < f->n_gpus; i++)
+    if (fbx_ep_gpu_owns(&f->gpus[i], md)) return &f->gpus[i];
+  return NULL;
+}
+
+/* Host memory: the CPU's, or the pinned memory of any device (ours included). */
+static bool is_host(const OrtMemoryDevice *md) {
+  return FBX_ORT_EP->MemoryDevice_GetDeviceType(md) == OrtMemoryInfoDeviceType_CPU ||
+         FBX_ORT_EP->MemoryDevice_GetMemoryType(md) == OrtDeviceMemoryType_HOST_ACCESSIBLE;
+}
+
+static bool ORT_API_CALL can_copy(const OrtDataTransferImpl *this_ptr, const OrtMemoryDevice *src,
+                                  const OrtMemoryDevice *dst) {
+  fbx_ep_factory *f = ((const fbx_ep_data_transfer *)this_ptr)->factory;
+  fbx_ep_gpu *gs = gpu_of_memory(f, src), *gd = gpu_of_memory(f, dst);
+  if (gs && gd) return gs == gd; /* no peer copies between two GPUs */
+  if (gs) return is_host(dst);
+  if (gd) return is_host(src);
+  return false; /* host <-> host is ORT's own CPU copy */
+}
+
+/* One copy; *wrote: the GPU whose memory it wrote (its queue still to be waited for), or unchanged. */
+static fbx_status *copy_one(fbx_ep_factory *f, const OrtValue *src, OrtValue *dst, size_t i, fbx_ep_gpu **wrote) {
+  const OrtMemoryDevice *ms = FBX_ORT_EP->Value_GetMemoryDevice(src), *md = FBX_ORT_EP->Value_GetMemoryDevice(dst);
+  if (!ms || !md) return FBX_ERR_ARG("Fusebox: CopyTensors: tensor %zu is not a tensor", i);
+  size_t bytes = 0, dbytes = 0;
+  FBX_ORT_TRY(FBX_ORT->GetTensorSizeInBytes(src, &bytes));
+  FBX_ORT_TRY(FBX_ORT->GetTensorSizeInBytes(dst, &dbytes));
+  if (bytes != dbytes)
+    return FBX_ERR_ARG("Fusebox: CopyTensors: tensor %zu: source has %zu bytes, destination %zu", i, bytes, dbytes);
+  const void *s = NULL;
+  void *d = NULL;
+  FBX_ORT_TRY(FBX_ORT->GetTensorData(src, &s));
+  FBX_ORT_TRY(FBX_ORT->GetTensorMutableData(dst, &d));
+  if (!bytes) return NULL;
+  fbx_ep_gpu *gs = gpu_of_memory(f, ms), *gd = gpu_of_memory(f, md);
+  fbx_backend *be = NULL;
+  if (gs || gd) FBX_TRY(fbx_ep_gpu_backend(gs ? gs : gd, &be));
+  if (gs && gd) {
+    if (gs != gd) return FBX_ERR_NOTIMPL("Fusebox: CopyTensors: no copies between two GPUs (tensor %zu)", i);
+    *wrote = gd;
+    return be->vt->copy_device(be, d, s, bytes);
+  }
+  if (gd) {
+    *wrote = gd;
+    return be->vt->copy_from_host(be, d, s, bytes);
+  }
+  if (gs) return be->vt->copy_to_host(be, d, s, bytes);
+  memcpy(d, s, bytes); /* pinned <-> CPU: both host memory */
+  return NULL;
+}
+
+static OrtStatus *ORT_API_CALL copy_tensors(OrtDataTransferImpl *this_ptr, const OrtValue **src_tensors,
+                                            OrtValue **dst_tensors, OrtSyncStream **streams, size_t num_tensors) {
+  fbx_ep_factory *f = ((fbx_ep_data_transfer *)this_ptr)->factory;
+  (void)streams; /* not stream aware: ORT passes none (see the file comment) */
+  bool dirty[FBX_EP_MAX_GPUS] = {false};
+  fbx_status *st = NULL;
+  for (size_t i = 0; i < num_tensors && !st; i++) {
+    fbx_ep_gpu *wrote = NULL;
+    st = copy_one(f, src_tensors[i], dst_tensors[i], i, &wrote);
+    if (wrote) dirty[wrote - f->gpus] = true;
+  }
+  /* CUDA's copy_from_host returns once a pageable source is staged, before the data has
+   * arrived, and copy_device is enqueued: a session's queue (another stream) reading the
+   * destinations next must find them complete. Also after an error: nothing stays queued. */
+  for (int g = 0; g < f->n_gpus; g++) {
+    if (!dirty[g]) continue;
+    fbx_status *s2 = fbx_backend_synchronize(f->gpus[g].be);
+    if (st) fbx_status_free(s2);
+    else st = s2;
+  }
+  return fbx_ep_status_to_ort(st);
+}
+
+static void ORT_API_CALL release(OrtDataTransferImpl *this_ptr) { (void)this_ptr; /* owned by the factory */ }
+
+void fbx_ep_data_transfer_init(fbx_ep_data_transfer *dt, fbx_ep_factory *f) {
+  memset(dt, 0, sizeof *dt);
+  dt->base.ort_version_supported = ORT_API_VERSION;
+  dt->base.Release = release;
+  dt->base.CanCopy = can_copy;
+  dt->base.CopyTensors = copy_tensors;
+  dt->factory = f;
+}
