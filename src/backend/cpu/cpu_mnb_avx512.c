@@ -1,14 +1,18 @@
-/* AVX-512 flavours of the MATMUL_NBITS kernels, chosen at run time:
+/* AVX-512 column kernels of MATMUL_NBITS, chosen at run time (fbx__mnb_isa_now):
  *   - the 4-bit int8 group kernel with VNNI: 4 chunks per zmm, one vpdpbusd
- *     per 64 bytes of codes (only after fbx__mnb_vnni_enabled() said yes);
- *   - the 4-bit float column kernel with 16-float lanes (after
- *     fbx_cpu_avx512_enabled()). */
+ *     per 64 bytes of codes;
+ *   - the 4-bit float column kernel with 16-float lanes.
+ * Every function that uses AVX-512 carries its target attribute (no file-wide
+ * pragma, no per-file ISA flags), so any compiler builds this file for any
+ * x86-64 and the code runs only after the CPUID checks said yes. */
 #include <stdatomic.h>
+
+#include <immintrin.h>
 
 #include "cpu_gemm_avx512.h"
 #include "cpu_mnb.h"
 
-int fbx__mnb_vnni_enabled(void) {
+int fbx__mnb_vnni512_present(void) {
   static _Atomic int state = -1;
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s >= 0) return s;
@@ -18,20 +22,35 @@ int fbx__mnb_vnni_enabled(void) {
   return s;
 }
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
-#include <immintrin.h>
+#define FBX__T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define FBX__TVNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
-#include "cpu_simd.h"
+/* Adds sum_b<kb (s_b z_b) x_b for column n to acc's lanes (x padded with zeros to
+ * a multiple of 16, as is z8; scales and sz are masked: the next column's follow). */
+static inline FBX__T512 __m512 fbx__mnb_corr512(const fbx__mnb_state *s, int64_t n, const float *x, __m512 acc) {
+  const float *sc = s->scale + n * s->ks;
+  for (int64_t b = 0; b < s->kb; b += 16) {
+    __mmask16 m = s->kb - b >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (s->kb - b)) - 1);
+    __m512 szv = s->sz ? _mm512_maskz_loadu_ps(m, s->sz + n * s->ks + b)
+                       : _mm512_mul_ps(_mm512_maskz_loadu_ps(m, sc + b),
+                                       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                           _mm_loadu_si128((const __m128i *)(s->z8 + n * s->kz + b)))));
+    acc = _mm512_fmadd_ps(szv, _mm512_loadu_ps(x + b), acc);
+  }
+  return acc;
+}
 
-/* y[r] = sum_b s_b sa_rb (sum_k q_k qa_rk) for R rows of one column, 4-bit
- * 32-chunks in groups of 4 (128 values, 64 weight bytes per zmm load): AND /
+/* y[r] = sum_b s_b sa_rb (sum_k q_k qa_rk) - correction, for R rows of one column,
+ * 4-bit 32-chunks in groups of 4 (128 values, 64 weight bytes per zmm load): AND /
  * shift give the 4 chunks' low and high nibbles, the row's codes are stored in
  * that order (cpu_mnb.h), vpdpbusd sums 4 adjacent bytes per lane, so lanes
  * 4j..4j+3 hold chunk j; each lane is scaled by its block's weight scale times
  * the row's block scale. Two accumulators per row break the FMA chain. */
-static inline __attribute__((always_inline)) void fbx__mnb_col_i4_512(const fbx__mnb_state *s, const uint8_t *w,
-                                                                       const float *sc, const fbx__mnb_row *rows,
-                                                                       const int R, float *y) {
+static inline __attribute__((always_inline)) FBX__TVNNI void fbx__mnb_i4g4(const fbx__mnb_state *s, int64_t n,
+                                                                           const fbx__mnb_row *rows, const int R,
+                                                                           float *y) {
+  const uint8_t *w = s->w + n * s->col_bytes;
+  const float *sc = s->scale + n * s->ks;
   const __m512i lo4 = _mm512_set1_epi8(15);
   const int64_t bs = s->bs, groups = (s->kpad + 127) / 128;
   /* lane -> block within the group's scales: bs 32: 4 blocks, 64: 2, >= 128: 1 */
@@ -55,54 +74,45 @@ static inline __attribute__((always_inline)) void fbx__mnb_col_i4_512(const fbx_
       facc[g & 1][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), lane_scale, facc[g & 1][r]);
     }
   }
-  for (int r = 0; r < R; r++) y[r] = _mm512_reduce_add_ps(_mm512_add_ps(facc[0][r], facc[1][r]));
-}
-
-static inline float fbx__mnb_dot512(const float *a, const float *b, int64_t n) {
-  __m512 acc = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-  float t = _mm512_reduce_add_ps(acc);
-  for (; i < n; i++) t += a[i] * b[i];
-  return t;
-}
-
-void fbx__mnb_i4_cols_vnni512(const fbx__mnb_i4_job *j, int64_t n0, int64_t n1) {
-  const fbx__mnb_state *s = j->s;
-  const int64_t N = s->N, ks = s->ks;
-  for (int64_t n = n0; n < n1; n++) {
-    const uint8_t *col = s->w + n * s->col_bytes;
-    const float *sc = s->scale + n * ks, *sz = s->sz + n * ks;
-    const float bias = j->bias ? j->bias[n] : 0.0f;
-    for (int64_t m = 0; m < j->M; m += 4) { /* up to 4 rows share each unpacked group */
-      float acc[4];
-      int R = j->M - m < 4 ? (int)(j->M - m) : 4;
-      switch (R) {
-        case 4: fbx__mnb_col_i4_512(s, col, sc, j->rows + m, 4, acc); break;
-        case 3: fbx__mnb_col_i4_512(s, col, sc, j->rows + m, 3, acc); break;
-        case 2: fbx__mnb_col_i4_512(s, col, sc, j->rows + m, 2, acc); break;
-        default: fbx__mnb_col_i4_512(s, col, sc, j->rows + m, 1, acc); break;
-      }
-      for (int r = 0; r < R; r++) j->y[(m + r) * N + n] = acc[r] - fbx__mnb_dot512(sz, j->rows[m + r].sq, s->kb) + bias;
-    }
+  for (int r = 0; r < R; r++) {
+    __m512 corr = fbx__mnb_corr512(s, n, rows[r].sq, _mm512_setzero_ps());
+    y[r] = _mm512_reduce_add_ps(_mm512_sub_ps(_mm512_add_ps(facc[0][r], facc[1][r]), corr));
   }
 }
 
-/* sum_b s_b (sum_k q_k a_k) for one row and column, 4-bit 32-chunks: the two
- * nibble runs of a chunk are 16 consecutive k each, one zmm apiece. */
-float fbx__mnb_col_f32_avx512(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a) {
+FBX__TVNNI void fbx__mnb_col_i4g4_vnni512(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R,
+                                          float *acc) {
+  switch (R) { /* R constant inside: the row loop unrolls and the accumulators stay in registers */
+    case 4: fbx__mnb_i4g4(s, n, rows, 4, acc); break;
+    case 3: fbx__mnb_i4g4(s, n, rows, 3, acc); break;
+    case 2: fbx__mnb_i4g4(s, n, rows, 2, acc); break;
+    default: fbx__mnb_i4g4(s, n, rows, 1, acc); break;
+  }
+}
+
+/* sum_b s_b (sum_k q_k a_k) - correction for R rows of one column, 4-bit
+ * 32-chunks: the two nibble runs of a chunk are 16 consecutive k each, one zmm
+ * apiece. */
+FBX__T512 void fbx__mnb_col_f32c32_avx512(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R,
+                                          float *acc) {
   const __m128i lo4 = _mm_set1_epi8(15);
-  __m512 f[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* even / odd blocks: two FMA chains */
+  const float *sc = s->scale + n * s->ks;
   const int64_t bs = s->bs;
-  for (int64_t b = 0; b < s->kb; b++, a += bs) {
-    __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-    for (int64_t k = 0; k < bs; k += 32, w += 16) {
-      __m128i v = _mm_loadu_si128((const __m128i *)w);
-      __m128i lo = _mm_and_si128(v, lo4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), lo4);
-      b0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), _mm512_loadu_ps(a + k), b0);
-      b1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), _mm512_loadu_ps(a + k + 16), b1);
+  for (int r = 0; r < R; r++) {
+    const uint8_t *w = s->w + n * s->col_bytes;
+    const float *a = rows[r].a;
+    __m512 f[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()}; /* even / odd blocks: two FMA chains */
+    for (int64_t b = 0; b < s->kb; b++, a += bs) {
+      __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+      for (int64_t k = 0; k < bs; k += 32, w += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)w);
+        __m128i lo = _mm_and_si128(v, lo4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), lo4);
+        b0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(lo)), _mm512_loadu_ps(a + k), b0);
+        b1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(hi)), _mm512_loadu_ps(a + k + 16), b1);
+      }
+      f[b & 1] = _mm512_fmadd_ps(_mm512_add_ps(b0, b1), _mm512_set1_ps(sc[b]), f[b & 1]);
     }
-    f[b & 1] = _mm512_fmadd_ps(_mm512_add_ps(b0, b1), _mm512_set1_ps(sc[b]), f[b & 1]);
+    __m512 corr = fbx__mnb_corr512(s, n, rows[r].asum, _mm512_setzero_ps());
+    acc[r] = _mm512_reduce_add_ps(_mm512_sub_ps(_mm512_add_ps(f[0], f[1]), corr));
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(f[0], f[1]));
 }
