@@ -132,7 +132,7 @@ float fbx__mnb_corr_portable(const fbx__mnb_state *s, int64_t n, const float *x)
   return t;
 }
 
-void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+static void fbx__mnb_col_f32_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   const uint8_t *col = s->w + n * s->col_bytes;
   const float *sc = s->scale + n * s->ks;
   const int64_t blk = s->bs * s->bits / 8;
@@ -148,7 +148,11 @@ void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, const fbx__mn
   }
 }
 
-void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_f32_portable_1(s, n + c, rows, R, acc + 4 * c);
+}
+
+static void fbx__mnb_col_i8_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   const uint8_t *col = s->w + n * s->col_bytes;
   const float *sc = s->scale + n * s->ks;
   const int64_t blk = s->bs * s->bits / 8;
@@ -164,6 +168,10 @@ void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, const fbx__mnb
   }
 }
 
+void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_i8_portable_1(s, n + c, rows, R, acc + 4 * c);
+}
+
 /* ------------------------------------------------------------ the driver -- */
 
 typedef struct fbx__mnb_job {
@@ -175,18 +183,22 @@ typedef struct fbx__mnb_job {
   fbx__mnb_col_fn col;
 } fbx__mnb_job;
 
-/* Columns [n0, n1), all rows, 4 rows per kernel call (they share its unpacked weights). */
+/* Columns [n0, n1) in tiles of up to 4, all rows, 4 rows per kernel call (a tile's
+ * columns and rows share the kernel's loads and unpacked weights). */
 static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
   (void)worker;
   const fbx__mnb_job *j = arg;
   const int64_t N = j->s->N;
-  for (int64_t n = n0; n < n1; n++) {
-    const float bias = j->bias ? j->bias[n] : 0.0f;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const int C = n1 - n < 4 ? (int)(n1 - n) : 4;
     for (int64_t m = 0; m < j->M; m += 4) {
-      float acc[4];
-      int R = j->M - m < 4 ? (int)(j->M - m) : 4;
-      j->col(j->s, n, j->rows + m, R, acc);
-      for (int r = 0; r < R; r++) j->y[(m + r) * N + n] = acc[r] + bias;
+      float acc[16];
+      const int R = j->M - m < 4 ? (int)(j->M - m) : 4;
+      j->col(j->s, n, C, j->rows + m, R, acc);
+      for (int c = 0; c < C; c++) {
+        const float bias = j->bias ? j->bias[n + c] : 0.0f;
+        for (int r = 0; r < R; r++) j->y[(m + r) * N + n + c] = acc[4 * c + r] + bias;
+      }
     }
   }
 }
@@ -214,24 +226,31 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
     for (int64_t k = k0; k < k1; k++) amax = fmaxf(amax, fabsf(a[k]));
     float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
     int32_t t = 0;
-    for (int64_t k = k0; k < k0 + bs; k++) {
-      int q = k < k1 ? (int)nearbyintf(a[k] * inv) : 0;
-      q = q > 127 ? 127 : q < -127 ? -127 : q;
-      /* group order (cpu_mnb.h): low halves of the J chunks, then their high halves */
-      int64_t tg = J ? k % V : 0, u = tg & 31; /* position in the group, in its chunk */
-      int64_t pos = J ? (k - tg) + (u >= 16 ? 16 * J : 0) + 16 * (tg >> 5) + (u & 15) : k;
-      qa[pos] = (int8_t)q;
-      t += q;
+    /* runs of 16 values: in k order, or (group order, cpu_mnb.h) the low / high half of
+     * a 32-chunk j of its group at 16 j / 16 J + 16 j (J > 0 means bs >= 32: whole chunks) */
+    for (int64_t k = k0; k < k0 + bs; k += 16) {
+      int64_t pos = k;
+      if (J) {
+        int64_t g = k / V, j = (k % V) / 32;
+        pos = g * V + 16 * j + ((k & 31) ? 16 * J : 0);
+      }
+      for (int u = 0; u < 16; u++) {
+        int q = k + u < k1 ? (int)nearbyintf(a[k + u] * inv) : 0;
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        qa[pos + u] = (int8_t)q;
+        t += q;
+      }
     }
     f1[b] = scale;
     f2[b] = scale * (float)t;
   }
   if (int8 && J) { /* lane scales: lanes 4j..4j+3 of a group sum chunk j (a padding chunk's are zero) */
-    for (int64_t g = 0; g < groups; g++)
-      for (int l = 0; l < 4 * J; l++) {
-        int64_t b = (V * g + 32 * (l / 4)) / bs;
-        sav[4 * J * g + l] = b < s->kb ? f1[b] : 0.0f;
-      }
+    const int64_t chunks = groups * J, cpb = bs / 32; /* chunks per block (J > 0: bs >= 32) */
+    for (int64_t ci = 0; ci < chunks; ci++) {
+      const int64_t b = ci / cpb;
+      const float v = b < s->kb ? f1[b] : 0.0f;
+      for (int l = 0; l < 4; l++) sav[4 * ci + l] = v;
+    }
     r->sav = sav;
   }
   if (int8) r->qa = qa, r->sa = f1, r->sq = f2;

@@ -38,10 +38,12 @@ typedef struct fbx__mnb_row {
   const float *sa, *sq, *sav;
 } fbx__mnb_row;
 
-/* One column kernel call: acc[r] = sum_k dequant(W)[n, k] x_r[k] for rows
- * rows[0..R), R <= 4, where x is a (float path) or qa * sa (int8 path):
- * sum_b s_b (sum_k q_k x_k) - sum_b s_b z_b (sum_k x_k). Bias is the driver's. */
-typedef void (*fbx__mnb_col_fn)(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
+/* One column kernel call: acc[4 c + r] = sum_k dequant(W)[n + c, k] x_r[k] for
+ * columns n .. n + C - 1 (C <= 4) and rows rows[0..R) (R <= 4), where x is a (float
+ * path) or qa * sa (int8 path): sum_b s_b (sum_k q_k x_k) - sum_b s_b z_b (sum_k x_k).
+ * Bias is the driver's. A tile of columns shares the rows' loads and the reductions. */
+typedef void (*fbx__mnb_col_fn)(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R,
+                                float *acc);
 
 /* Instruction sets, ordered: each includes the ones before it. */
 typedef enum fbx__mnb_isa {
@@ -60,17 +62,24 @@ fbx__mnb_isa fbx__mnb_isa_now(void);
 int fbx_cpu_mnb_isa_cap(int isa);
 
 /* Column kernels. Portable (cpu_mnb.c): any bits / block size, both paths. */
-void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
-void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
 /* AVX2 (cpu_mnb_avx2.c): any bits / block size; i4g2: 4-bit ch 32, int8 path,
  * rows in the J = 2 group order. */
-void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
-void fbx__mnb_col_i8_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
-void fbx__mnb_col_i4g2_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_i8_avx2(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_i4g2_avx2(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
 /* AVX-512 (cpu_mnb_avx512.c): f32c32: 4-bit ch 32, float path; i4g4: 4-bit
  * ch 32, int8 path, J = 4 group order, VNNI. */
-void fbx__mnb_col_f32c32_avx512(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
-void fbx__mnb_col_i4g4_vnni512(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_f32c32_avx512(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
+void fbx__mnb_col_i4g4_vnni512(const fbx__mnb_state *s, int64_t n, int C,
+                              const fbx__mnb_row *rows, int R, float *acc);
 int fbx__mnb_vnni512_present(void); /* CPUID: AVX-512 F/BW/VL/DQ usable (fbx_cpu_avx512_enabled) and VNNI */
 
 /* sum_b<kb (s_b z_b) x_b for column n: the zero-point correction (x = asum or sq). */

@@ -81,7 +81,7 @@ static inline float fbx__mnb_f32_c32(const fbx__mnb_state *s, const uint8_t *w, 
   return fbx__hsum256(_mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3])));
 }
 
-void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+static void fbx__mnb_col_f32_avx2_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   const uint8_t *col = s->w + n * s->col_bytes;
   const float *sc = s->scale + n * s->ks;
   const int64_t bs = s->bs, blk = bs * s->bits / 8;
@@ -106,6 +106,10 @@ void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_ro
   }
 }
 
+void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_f32_avx2_1(s, n + c, rows, R, acc + 4 * c);
+}
+
 /* ------------------------------------------------------------- int8 path -- */
 
 /* Exact sum_k qa_k q_k over one block, one row (|sum| < 2^31 for bs <= 128 and 8 bits). */
@@ -127,7 +131,7 @@ static inline int32_t fbx__mnb_block_i8(const fbx__mnb_state *s, const uint8_t *
   return _mm_cvtsi128_si32(acc);
 }
 
-void fbx__mnb_col_i8_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+static void fbx__mnb_col_i8_avx2_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   const uint8_t *col = s->w + n * s->col_bytes;
   const float *sc = s->scale + n * s->ks;
   const int64_t blk = s->bs * s->bits / 8;
@@ -137,6 +141,10 @@ void fbx__mnb_col_i8_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row
       t += (float)fbx__mnb_block_i8(s, col + b * blk, rows[r].qa + b * s->bs) * (rows[r].sa[b] * sc[b]);
     acc[r] = t - fbx__mnb_corr_avx2(s, n, rows[r].sq);
   }
+}
+
+void fbx__mnb_col_i8_avx2(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_i8_avx2_1(s, n + c, rows, R, acc + 4 * c);
 }
 
 /* The 4-bit int8 group kernel (groups of 2 chunks = 64 values; the AVX-512 VNNI one
@@ -180,11 +188,15 @@ static inline __attribute__((always_inline)) void fbx__mnb_i4g2(const fbx__mnb_s
     y[r] = fbx__hsum256(_mm256_add_ps(facc[0][r], facc[1][r])) - fbx__mnb_corr_avx2(s, n, rows[r].sq);
 }
 
-void fbx__mnb_col_i4g2_avx2(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+static void fbx__mnb_col_i4g2_avx2_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   switch (R) { /* R constant inside: the row loop unrolls and the accumulators stay in registers */
     case 4: fbx__mnb_i4g2(s, n, rows, 4, acc); break;
     case 3: fbx__mnb_i4g2(s, n, rows, 3, acc); break;
     case 2: fbx__mnb_i4g2(s, n, rows, 2, acc); break;
     default: fbx__mnb_i4g2(s, n, rows, 1, acc); break;
   }
+}
+
+void fbx__mnb_col_i4g2_avx2(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_i4g2_avx2_1(s, n + c, rows, R, acc + 4 * c);
 }
