@@ -12,6 +12,8 @@
  *     with the magnitudes of both terms: |err| <= 4e-6 * sum_k |a_k| s_b (q_k + |z_b|)
  *     + 1e-5 (each of the <= K/8 partial sums and block sums rounds once; 4e-6 is
  *     ~32 ulp of that magnitude).
+ *   (level 4 with M >= 8, 4-bit weights and integer zero points runs the VNNI int8 GEMM
+ *   of cpu_mnb_gemm512.c where the CPU has it: same bound.)
  *   level 4: A is quantised per block exactly as ORT's CPU kernel does it (scale_a =
  *     max|a| / 127 in float, codes = nearbyintf(a * (127 / max|a|)) clamped to +-127),
  *     then y = sum_b s_b scale_a,b sum_k (q_k - z_b) qa_k + bias in double: the integer
@@ -140,6 +142,7 @@ static void run_case(const mnb_case *c, const char *want, const char *isa_name) 
 static const char *want_variant(const mnb_case *c, fbx__mnb_isa isa) {
   if (c->level != 4 && c->M >= 8) return "panel_sgemm";
   if (isa == FBX__MNB_PORTABLE) return "portable";
+  if (c->level == 4 && c->M >= 8 && isa >= FBX__MNB_VNNI512 && c->bits == 4 && c->zp != 2) return "int8_gemm_vnni512";
   int c32 = c->bits == 4 && c->bs >= 32;
   if (c->level == 4) return c32 ? (isa >= FBX__MNB_VNNI512 ? "int4_int8_vnni512" : "int4_int8_avx2") : "int8_avx2";
   return c32 && isa >= FBX__MNB_AVX512 ? "f32_avx512" : "f32_avx2";

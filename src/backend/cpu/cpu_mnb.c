@@ -335,6 +335,43 @@ static fbx_status *fbx__mnb_prefill_f32(fbx_cpu_ctx *c, const fbx__mnb_state *s,
   return NULL;
 }
 
+static void fbx__mnb_i8gemm_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  fbx__mnb_i8gemm_vnni512(arg, p0, p1, worker);
+}
+
+/* accuracy_level 4, M >= 8, 4-bit integer zero points, VNNI: the rows quantised as
+ * everywhere (k order), offset to u8 (cpu_mnb_gemm512.c), then panels of 32 columns
+ * over the pool. Scratch: row headers, per-row codes + scales, au (M, kpad), one
+ * panel per thread. */
+static fbx_status *fbx__mnb_prefill_i8(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
+                                       const float *bias, float *y, fbx_kernel_info *info) {
+  const int64_t kpad = s->kpad, kb16 = (s->kb + 15) & ~(int64_t)15;
+  const int threads = c->threads > 0 ? c->threads : 1;
+  /* scratch: au (M, kpad) | sa (M, kb16) | one row's codes (kpad) + sums (kb16) | a panel per thread */
+  const size_t au_bytes = ((size_t)(M * kpad) + 63) & ~(size_t)63;
+  const size_t sa_bytes = ((size_t)(M * kb16) * 4 + 63) & ~(size_t)63;
+  const size_t row_bytes = (((size_t)kpad + 63) & ~(size_t)63) + (size_t)kb16 * 4;
+  const size_t ws_bytes = (fbx__mnb_i8gemm_panel_bytes(s) + 63) & ~(size_t)63;
+  const size_t ws_at = (au_bytes + sa_bytes + row_bytes + 63) & ~(size_t)63;
+  unsigned char *mem = fbx_cpu_scratch(c, ws_at + (size_t)threads * ws_bytes);
+  if (!mem) return FBX_ERR_OOM();
+  uint8_t *au = mem;
+  float *sa = (float *)(mem + au_bytes);
+  int8_t *qa = (int8_t *)(mem + au_bytes + sa_bytes);
+  float *f2 = (float *)(mem + au_bytes + sa_bytes + (((size_t)kpad + 63) & ~(size_t)63));
+  for (int64_t m = 0; m < M; m++) { /* ORT's quantiser (fbx__mnb_row_prep), then the u8 offset */
+    fbx__mnb_row r;
+    fbx__mnb_row_prep(s, A + m * s->K, 1, 0, &r, NULL, sa + m * kb16, qa, f2, NULL);
+    for (int64_t k = 0; k < kpad; k++) au[m * kpad + k] = k < s->K ? (uint8_t)(qa[k] + 128) : 0;
+  }
+  fbx__mnb_i8gemm g = {.s = s, .au = au, .sa = sa, .M = M, .ldsa = kb16, .bias = bias, .y = y,
+                       .ws = mem + ws_at, .ws_bytes = ws_bytes};
+  info->variant = "mnb_int4_int8_gemm_vnni512";
+  info->reason = "accuracy_level 4, M >= 8: A quantised to int8 per block, int8 GEMM on panels of 32 columns";
+  fbx_cpu_par(c, (s->N + 31) / 32, 1, fbx__mnb_i8gemm_task, &g);
+  return NULL;
+}
+
 /* ------------------------------------------------------------ the kernel -- */
 
 fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
@@ -355,6 +392,8 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   const fbx__mnb_isa isa = fbx__mnb_isa_now();
   info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
   if (!int8 && M >= FBX__MNB_GEMM_M) return fbx__mnb_prefill_f32(c, s, A->data, M, bias, out[0].data, isa, info);
+  if (int8 && M >= FBX__MNB_GEMM_M && isa >= FBX__MNB_VNNI512 && s->bits == 4 && s->z8)
+    return fbx__mnb_prefill_i8(c, s, A->data, M, bias, out[0].data, info);
 
   /* the column kernel and the row layout it reads (J: chunks per group, 0 = k order) */
   const int c32 = s->bits == 4 && s->ch == 32;

@@ -82,6 +82,22 @@ void fbx__mnb_col_i4g4_vnni512(const fbx__mnb_state *s, int64_t n, int C,
                               const fbx__mnb_row *rows, int R, float *acc);
 int fbx__mnb_vnni512_present(void); /* CPUID: AVX-512 F/BW/VL/DQ usable (fbx_cpu_avx512_enabled) and VNNI */
 
+/* Prefill at accuracy_level 4, 4-bit weights with integer zero points (z8), VNNI
+ * (cpu_mnb_gemm512.c): panels of 32 columns, each unpacked once into the worker's
+ * scratch (ws + worker * ws_bytes, ws_bytes >= fbx__mnb_i8gemm_panel_bytes). */
+typedef struct fbx__mnb_i8gemm {
+  const fbx__mnb_state *s;
+  const uint8_t *au; /* (M, kpad): qa + 128 in k order below K, 0 past it */
+  const float *sa;   /* (M, ldsa): the rows' block scales */
+  int64_t M, ldsa;
+  const float *bias; /* (N) or NULL */
+  float *y;          /* (M, N) */
+  unsigned char *ws;
+  size_t ws_bytes;
+} fbx__mnb_i8gemm;
+size_t fbx__mnb_i8gemm_panel_bytes(const fbx__mnb_state *s);
+void fbx__mnb_i8gemm_vnni512(const fbx__mnb_i8gemm *g, int64_t p0, int64_t p1, int worker);
+
 /* sum_b<kb (s_b z_b) x_b for column n: the zero-point correction (x = asum or sq). */
 float fbx__mnb_corr_portable(const fbx__mnb_state *s, int64_t n, const float *x);
 float fbx__mnb_corr_avx2(const fbx__mnb_state *s, int64_t n, const float *x);
