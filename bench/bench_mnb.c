@@ -7,7 +7,9 @@
  *           (bench_bw.h) on the same pool;
  *   prefill: M rows (default 128) through the matrices of 2 layers, GFLOP/s.
  * Both accuracy levels (0: float, 4: int8 activations per block). Best and median of reps.
- * Usage: bench_mnb [reps=7] [threads=2] [prefill M=128] */
+ * Usage: bench_mnb [reps=7] [threads=2] [prefill M=128]
+ *        bench_mnb --bw [threads=2]   (the read-bandwidth probe alone)
+ *        BENCH_MNB_HOT=1 adds decode over one layer's q/k/v/o kept in cache (compute only) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,16 @@ static double pass(fbx_backend *be, mat *ms, int n, int level, int64_t M, float 
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--bw") == 0) { /* the read-bandwidth probe alone (scripts/bench_genai.sh) */
+    fbx_backend *be;
+    fbx_cpu_options o = {.threads = argc > 2 ? atoi(argv[2]) : 2};
+    fbx_status *st = fbx_cpu_backend_create(&o, &be);
+    if (st) { fprintf(stderr, "%s\n", fbx_status_message(st)); return 1; }
+    printf("read bandwidth (1 GiB, huge pages, %d threads): best %.2f GB/s\n", o.threads,
+           bench_read_bandwidth(be, (size_t)1 << 30, 7));
+    fbx_backend_destroy(be);
+    return 0;
+  }
   int reps = argc > 1 ? atoi(argv[1]) : 7, threads = argc > 2 ? atoi(argv[2]) : 2;
   int64_t PM = argc > 3 ? atoll(argv[3]) : 128;
   if (reps < 1 || reps > 99 || PM < 1) { fprintf(stderr, "usage: bench_mnb [reps 1..99] [threads] [prefill M]\n"); return 2; }
