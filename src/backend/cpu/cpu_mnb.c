@@ -132,44 +132,33 @@ float fbx__mnb_corr_portable(const fbx__mnb_state *s, int64_t n, const float *x)
   return t;
 }
 
-static void fbx__mnb_col_f32_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+/* Both paths, one column: the int8 path (rows carry codes) sums exact int32 block
+ * dots scaled by sa_b s_b; the float path float block dots scaled by s_b. */
+static void fbx__mnb_col_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
   const uint8_t *col = s->w + n * s->col_bytes;
   const float *sc = s->scale + n * s->ks;
   const int64_t blk = s->bs * s->bits / 8;
   for (int r = 0; r < R; r++) {
+    const fbx__mnb_row *x = &rows[r];
     float t = 0;
     for (int64_t b = 0; b < s->kb; b++) {
-      const float *a = rows[r].a + b * s->bs;
-      float bt = 0;
-      for (int64_t k = 0; k < s->bs; k++) bt += (float)fbx__mnb_val(s, col + b * blk, k) * a[k];
-      t += sc[b] * bt;
+      const uint8_t *w = col + b * blk;
+      if (x->qa) {
+        int32_t d = 0; /* exact: |d| <= 128 * 255 * 127 */
+        for (int64_t k = 0; k < s->bs; k++) d += (int32_t)fbx__mnb_val(s, w, k) * x->qa[b * s->bs + k];
+        t += (float)d * (x->sa[b] * sc[b]);
+      } else {
+        float bt = 0;
+        for (int64_t k = 0; k < s->bs; k++) bt += (float)fbx__mnb_val(s, w, k) * x->a[b * s->bs + k];
+        t += sc[b] * bt;
+      }
     }
-    acc[r] = t - fbx__mnb_corr_portable(s, n, rows[r].asum);
+    acc[r] = t - fbx__mnb_corr_portable(s, n, x->qa ? x->sq : x->asum);
   }
 }
 
-void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
-  for (int c = 0; c < C; c++) fbx__mnb_col_f32_portable_1(s, n + c, rows, R, acc + 4 * c);
-}
-
-static void fbx__mnb_col_i8_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
-  const uint8_t *col = s->w + n * s->col_bytes;
-  const float *sc = s->scale + n * s->ks;
-  const int64_t blk = s->bs * s->bits / 8;
-  for (int r = 0; r < R; r++) {
-    float t = 0;
-    for (int64_t b = 0; b < s->kb; b++) {
-      const int8_t *qa = rows[r].qa + b * s->bs;
-      int32_t d = 0; /* exact: |d| <= 128 * 255 * 127 */
-      for (int64_t k = 0; k < s->bs; k++) d += (int32_t)fbx__mnb_val(s, col + b * blk, k) * qa[k];
-      t += (float)d * (rows[r].sa[b] * sc[b]);
-    }
-    acc[r] = t - fbx__mnb_corr_portable(s, n, rows[r].sq);
-  }
-}
-
-void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
-  for (int c = 0; c < C; c++) fbx__mnb_col_i8_portable_1(s, n + c, rows, R, acc + 4 * c);
+void fbx__mnb_col_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_portable_1(s, n + c, rows, R, acc + 4 * c);
 }
 
 /* ------------------------------------------------------------ the driver -- */
@@ -400,7 +389,7 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   fbx__mnb_col_fn col;
   int J = 0;
   if (isa == FBX__MNB_PORTABLE) {
-    col = int8 ? fbx__mnb_col_i8_portable : fbx__mnb_col_f32_portable;
+    col = fbx__mnb_col_portable;
     info->variant = int8 ? "mnb_int8act_portable" : "mnb_f32_portable";
   } else if (int8 && c32) {
     J = isa >= FBX__MNB_VNNI512 ? 4 : 2;

@@ -61,11 +61,9 @@ fbx__mnb_isa fbx__mnb_isa_now(void);
  * one relaxed atomic, read once per kernel call. */
 int fbx_cpu_mnb_isa_cap(int isa);
 
-/* Column kernels. Portable (cpu_mnb.c): any bits / block size, both paths. */
-void fbx__mnb_col_f32_portable(const fbx__mnb_state *s, int64_t n, int C,
-                              const fbx__mnb_row *rows, int R, float *acc);
-void fbx__mnb_col_i8_portable(const fbx__mnb_state *s, int64_t n, int C,
-                              const fbx__mnb_row *rows, int R, float *acc);
+/* Column kernels. Portable (cpu_mnb.c): any bits / block size, both paths (the
+ * int8 one where the rows carry codes). */
+void fbx__mnb_col_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc);
 /* AVX2 (cpu_mnb_avx2.c): any bits / block size; i4g2: 4-bit ch 32, int8 path,
  * rows in the J = 2 group order. */
 void fbx__mnb_col_f32_avx2(const fbx__mnb_state *s, int64_t n, int C,
