@@ -11,11 +11,13 @@
  *   (scale_a = max|a| / 127, codes rounded to nearest even of a * 127/max|a|),
  *   x = qa * scale_a: each block's sum_k q_k qa_k is an exact integer, scaled by
  *   s_b * scale_a,b. Up to 4 rows of A share every unpacked weight chunk.
- * Columns are split over the pool (every thread streams its own range of N). At
- * accuracy_level 0 with M >= 8 (prefill), chunks of columns are dequantised once to
- * float and multiplied with the blocked sgemm.
- * The column kernels are chosen per call from fbx__mnb_isa_now(): portable C
- * here, AVX2 (cpu_mnb_avx2.c), AVX-512 / VNNI (cpu_mnb_avx512.c). */
+ * Columns are split over the pool (every thread streams its own range of N), in
+ * tiles of up to 4 columns per kernel call. Prefill (M >= 8): at accuracy_level 0
+ * chunks of columns are dequantised once to float and multiplied with the blocked
+ * sgemm; at level 4 with 4-bit integer zero points on VNNI, an int8 GEMM on panels
+ * (cpu_mnb_gemm512.c).
+ * The kernels are chosen per call from fbx__mnb_isa_now(): portable C here, AVX2
+ * (cpu_mnb_avx2.c), AVX-512 / VNNI (cpu_mnb_avx512.c, cpu_mnb_gemm512.c). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
