@@ -15,47 +15,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_internal.h"
+#include "bench_bw.h"
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* ---- read bandwidth: chunks of 1 MiB summed with 4 independent ymm chains ---- */
-#define READ_CHUNK (1 << 18) /* floats */
-typedef struct { const float *buf; float sums[64]; } read_job;
-static void read_task(void *arg, int64_t b, int64_t e, int worker) {
-  read_job *j = arg;
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (const float *p = j->buf + b * READ_CHUNK, *end = j->buf + e * READ_CHUNK; p < end; p += 32) {
-    s0 = _mm256_add_ps(s0, _mm256_load_ps(p));
-    s1 = _mm256_add_ps(s1, _mm256_load_ps(p + 8));
-    s2 = _mm256_add_ps(s2, _mm256_load_ps(p + 16));
-    s3 = _mm256_add_ps(s3, _mm256_load_ps(p + 24));
-  }
-  float t[8];
-  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  j->sums[worker & 63] += t[0] + t[7];
-}
-/* Best GB/s over reps passes of bytes (multiple of 1 MiB) with the pool of be. */
-static double read_bandwidth(fbx_backend *be, size_t bytes, int reps) {
-  float *buf = fbx_malloc_huge(bytes);
-  if (!buf) return 0;
-  memset(buf, 0, bytes); /* touch every page */
-  read_job j = {.buf = buf};
-  double best = 1e30;
-  fbx_cpu_ctx *c = be->ctx;
-  for (int r = 0; r < reps; r++) {
-    double t0 = now_s();
-    fbx_cpu_pool_for(c->pool, (int64_t)(bytes / (READ_CHUNK * 4)), 8, read_task, &j, "read");
-    double t = now_s() - t0;
-    if (t < best) best = t;
-  }
-  fbx_free_aligned(buf);
-  return (double)bytes / best / 1e9;
-}
-
+#define now_s bench_now_s
 
 typedef struct { int64_t K, N; } shape;
 static const shape SHAPES[] = {
@@ -125,7 +87,7 @@ int main(int argc, char **argv) {
   printf("fusebox gemv (packed): best %.2f GB/s, mean %.2f GB/s\n", bytes / best_f / 1e9, bytes / (sum_f / n) / 1e9);
   printf("openblas cblas_sgemv : best %.2f GB/s, mean %.2f GB/s\n", bytes / best_b / 1e9, bytes / (sum_b / n) / 1e9);
   printf("max relative difference fusebox vs openblas: %.2g\n", maxdiff);
-  double rb = read_bandwidth(be, (size_t)1 << 30, reps);
+  double rb = bench_read_bandwidth(be, (size_t)1 << 30, reps);
   printf("plain read, 1 GiB, huge pages, %d threads: best %.2f GB/s (fusebox gemv best = %.0f%% of it)\n", threads, rb,
          100.0 * bytes / best_f / 1e9 / rb);
   for (int i = 0; i < NS; i++) {

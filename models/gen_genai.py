@@ -22,7 +22,7 @@ With --cases DIR it also writes the reference for the tests (float64 forward, te
   fed tokens[t] after the prompt and tokens[:t].
 
 Usage: gen_genai.py --layers L --hidden H --heads N --kv-heads NK --ffn F --vocab V
-                    [--accuracy-level 0|4] [--seed S] --out PATH [--cases DIR --steps 32]
+                    [--accuracy-level 0|4] [--seed S] [--max-pos P] --out PATH [--cases DIR --steps 32]
 """
 import argparse
 import os
@@ -37,7 +37,7 @@ IR_VERSION = 8
 RMS_EPS = 1e-6
 ROPE_THETA = 1000000.0
 BLOCK = 32
-MAX_POS = 512
+MAX_POS = 512  # default cos/sin cache length (--max-pos)
 
 
 def rope_tables(max_pos, head_dim):
@@ -47,10 +47,14 @@ def rope_tables(max_pos, head_dim):
     return np.cos(ang), np.sin(ang)
 
 
-def quantize(w_nk):
+def quantize(w_nk, want_deq=True):
     """(N, K) float -> packed B (N, kb, BLOCK/2) u8, scales (N, kb) f32, zero points (N, ceil(kb/2)) u8,
-    and the dequantised weights (N, K) float64 the reference uses."""
+    and the dequantised weights (N, K) float64 the reference uses (None unless want_deq). Large N goes
+    in chunks of rows (the same numbers; float64 temporaries stay small for a 151936-row lm_head)."""
     n, k = w_nk.shape
+    if n > 8192:
+        parts = [quantize(w_nk[i:i + 8192], want_deq) for i in range(0, n, 8192)]
+        return tuple(np.concatenate([p[j] for p in parts]) if parts[0][j] is not None else None for j in range(4))
     kb = (k + BLOCK - 1) // BLOCK
     wp = np.zeros((n, kb * BLOCK), np.float64)
     wp[:, :k] = w_nk
@@ -65,12 +69,16 @@ def quantize(w_nk):
     zpp = np.zeros((n, (kb + 1) // 2), np.uint8)
     for b in range(kb):
         zpp[:, b // 2] |= (zp[:, b] << (4 * (b % 2))).astype(np.uint8)
+    if not want_deq:
+        return packed, scale, zpp, None
     deq = ((q.astype(np.float64) - zp[..., None]) * scale[..., None].astype(np.float64)).reshape(n, kb * BLOCK)[:, :k]
     return packed, scale, zpp, deq
 
 
-def make_weights(cfg, seed):
-    """Float weights by name (linear weights as (out, in)), fixed generation order."""
+def make_weights(cfg, seed, want_deq=True):
+    """Weights by name, fixed generation order: floats for embeddings, norms and biases; the
+    linear weights (out, in) quantised as soon as they are drawn (quantize's tuple), so the
+    float64 matrices of a large model never live together."""
     rs = np.random.RandomState(seed)
     h, f, v, d = cfg["hidden"], cfg["ffn"], cfg["vocab"], cfg["head_dim"]
     nq, nkv = cfg["heads"] * d, cfg["kv_heads"] * d
@@ -83,29 +91,16 @@ def make_weights(cfg, seed):
         p = "l%d." % i
         w[p + "ln1"] = (1.0 + normal(h)).astype(np.float32)
         for name, n_out in (("q", nq), ("k", nkv), ("v", nkv)):
-            w[p + name] = normal(n_out, h, s=0.15)
+            w[p + name] = quantize(normal(n_out, h, s=0.15), want_deq)
             w[p + name + "_bias"] = normal(n_out, s=0.1).astype(np.float32)
-        w[p + "o"] = normal(h, nq, s=0.15)
+        w[p + "o"] = quantize(normal(h, nq, s=0.15), want_deq)
         w[p + "ln2"] = (1.0 + normal(h)).astype(np.float32)
-        w[p + "gate"] = normal(f, h, s=0.15)
-        w[p + "up"] = normal(f, h, s=0.15)
-        w[p + "down"] = normal(h, f, s=0.1)
+        w[p + "gate"] = quantize(normal(f, h, s=0.15), want_deq)
+        w[p + "up"] = quantize(normal(f, h, s=0.15), want_deq)
+        w[p + "down"] = quantize(normal(h, f, s=0.1), want_deq)
     w["norm"] = (1.0 + normal(h)).astype(np.float32)
-    w["lm_head"] = normal(v, h, s=0.3)
+    w["lm_head"] = quantize(normal(v, h, s=0.3), want_deq)
     return w
-
-
-LINEARS = ("q", "k", "v", "o", "gate", "up", "down")
-
-
-def quantize_all(cfg, w):
-    """name -> (packed, scale, zp, deq) for every linear weight."""
-    out = {}
-    for i in range(cfg["layers"]):
-        for name in LINEARS:
-            out["l%d.%s" % (i, name)] = quantize(w["l%d.%s" % (i, name)])
-    out["lm_head"] = quantize(w["lm_head"])
-    return out
 
 
 # ------------------------------------------------------------------------------- the graph ----
@@ -135,10 +130,11 @@ class Builder:
 
 
 def build(cfg, w, qw, level):
+    max_pos = cfg["max_pos"]
     L, h, f, v, d = cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["vocab"], cfg["head_dim"]
     nh, nkv = cfg["heads"], cfg["kv_heads"]
     b = Builder()
-    cos, sin = rope_tables(MAX_POS, d)
+    cos, sin = rope_tables(max_pos, d)
     b.init("cos_cache", cos.astype(np.float32))
     b.init("sin_cache", sin.astype(np.float32))
     x = b.op("Gather", [b.init("model.embed_tokens.weight", w["embed"]), "input_ids"])
@@ -205,7 +201,7 @@ def ref_forward(cfg, w, qw, ids, past):
     """ids (S,) int, past: list of (k, v) (kv_heads, P, d) float64. Returns logits (S, V), new past."""
     nh, nkv, d = cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
     S, P = len(ids), past[0][0].shape[1]
-    cos, sin = rope_tables(MAX_POS, d)
+    cos, sin = rope_tables(cfg["max_pos"], d)
     pos = np.arange(P, P + S)
 
     def rms(x, g):
@@ -275,6 +271,7 @@ def main(argv=None):
     ap.add_argument("--vocab", type=int, required=True)
     ap.add_argument("--accuracy-level", type=int, default=0, choices=(0, 4))
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--max-pos", type=int, default=MAX_POS, help="positions in the cos/sin caches")
     ap.add_argument("--out", required=True)
     ap.add_argument("--cases")
     ap.add_argument("--steps", type=int, default=32)
@@ -282,14 +279,13 @@ def main(argv=None):
     if a.hidden % a.heads or a.heads % a.kv_heads or (a.hidden // a.heads) % 16:
         sys.exit("gen_genai: hidden/heads must be a multiple of 16 and heads a multiple of kv_heads")
     cfg = {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "kv_heads": a.kv_heads, "ffn": a.ffn,
-           "vocab": a.vocab, "head_dim": a.hidden // a.heads}
-    w = make_weights(cfg, a.seed)
-    qw = quantize_all(cfg, w)
-    model = build(cfg, w, qw, a.accuracy_level)
+           "vocab": a.vocab, "head_dim": a.hidden // a.heads, "max_pos": a.max_pos}
+    w = make_weights(cfg, a.seed, want_deq=bool(a.cases))
+    model = build(cfg, w, w, a.accuracy_level)
 
     onnx.save(model, a.out)
     if a.cases:
-        write_cases(cfg, w, qw, a.cases, a.steps, a.seed)
+        write_cases(cfg, w, w, a.cases, a.steps, a.seed)
 
 
 if __name__ == "__main__":

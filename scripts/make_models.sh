@@ -10,6 +10,8 @@
 #   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
 #   models/gen/names.onnx             node names that need JSON escaping (trace test)
 #   models/gen/genai_tiny{,_q4}.onnx  GenAI-style int4 decoder L=2 H=64 N=4/2 F=128 V=256, accuracy_level 0/4
+#   models/gen/genai_qwen05b{,_q4}.onnx  Qwen2.5-0.5B-shaped GenAI int4 decoder (--bench): L=24 H=896 N=14/2
+#                                     F=4864 V=151936, block 32, accuracy_level 0/4, 1024 positions (~0.9 GB each)
 #   models/gen/cases/genai_tiny/      its float64 reference: prompt, greedy tokens, prefill/decode logits
 #   models/gen/cases/decoder_tiny_{prefill,decode}/   ONNX-test-style cases with numpy references
 set -euo pipefail
@@ -54,6 +56,9 @@ gen "$OUT/genai_tiny.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 0 --
 gen "$OUT/genai_tiny_q4.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 4
 if [ "$BENCH" = 1 ]; then
   gen "$OUT/decoder_100m.onnx" models/gen_decoder.py --layers 12 --hidden 768 --heads 12 --ffn 2048 --vocab 16384
+  GENAI_QWEN="--layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 --vocab 151936 --max-pos 1024"
+  gen "$OUT/genai_qwen05b.onnx" models/gen_genai.py $GENAI_QWEN --accuracy-level 0
+  gen "$OUT/genai_qwen05b_q4.onnx" models/gen_genai.py $GENAI_QWEN --accuracy-level 4
 fi
 
 # reference cases for the tiny decoder (numpy forward, checked against a graph interpreter)

@@ -2,47 +2,56 @@
  * blocks (ORT's MatMulNBits): column n, block b (block_size values of k) holds
  * q in [0, 2^bits) with scale s[n, b] and zero point z[n, b]; w = (q - z) * s.
  *
- * Weights are repacked once at compile (node_prepare) and dequantised in
- * registers; nothing is expanded to float in memory on the decode path:
- *   4-bit: per block, chunks of CH = min(block_size, 32) values in CH/2 bytes:
- *          byte i holds value i (low nibble) and value i + CH/2 (high nibble),
- *          so one AND and one shift give two runs of consecutive k (ORT packs
- *          the pairs (2i, 2i+1) in one byte instead). 8-bit: as given.
- *   scales (N, k_blocks); scale * zero point (N, k_blocks), the correction.
- * Both paths compute sum_b s_b (sum_k q_k x_k) - sum_b s_b z_b xsum_b, the
- * second term one short dot over the blocks per row and column:
+ * Weights are repacked once at compile (node_prepare, layout in cpu_mnb.h) and
+ * dequantised in registers; nothing is expanded to float in memory on the decode
+ * path. Every kernel computes sum_b s_b (sum_k q_k x_k) - sum_b s_b z_b xsum_b,
+ * the second term one short dot over the blocks per row and column:
  * accuracy_level 0..3: x = a (float FMAs on the converted nibbles).
  * accuracy_level 4: as ORT does on the CPU, A is quantised per block to int8
  *   (scale_a = max|a| / 127, codes rounded to nearest even of a * 127/max|a|),
- *   x = qa * scale_a: each block's sum_k q_k qa_k is an exact integer
- *   (maddubs u8 x s8), scaled by s_b * scale_a,b. Up to 4 rows of A share every
- *   unpacked weight chunk (prefill).
- * Columns are split over the pool. At accuracy_level 0 with M >= 8 (prefill),
- * panels of columns are dequantised once to float and multiplied with sgemm. */
+ *   x = qa * scale_a: each block's sum_k q_k qa_k is an exact integer, scaled by
+ *   s_b * scale_a,b. Up to 4 rows of A share every unpacked weight chunk.
+ * Columns are split over the pool (every thread streams its own range of N), in
+ * tiles of up to 4 columns per kernel call. Prefill (M >= 8): at accuracy_level 0
+ * chunks of columns are dequantised once to float and multiplied with the blocked
+ * sgemm; at level 4 with 4-bit integer zero points on VNNI, an int8 GEMM on panels
+ * (cpu_mnb_gemm512.c).
+ * The kernels are chosen per call from fbx__mnb_isa_now(): portable C here, AVX2
+ * (cpu_mnb_avx2.c), AVX-512 / VNNI (cpu_mnb_avx512.c, cpu_mnb_gemm512.c). */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
-#if defined(__AVX2__)
 #include <immintrin.h>
-#endif
 
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 #include "cpu_mnb.h"
-#include "cpu_simd.h"
 
+/* ------------------------------------------------------------------ ISA -- */
+
+static _Atomic int g_mnb_cap = FBX__MNB_VNNI512;
+
+int fbx_cpu_mnb_isa_cap(int isa) {
+  return atomic_exchange_explicit(&g_mnb_cap, isa, memory_order_relaxed);
+}
+
+fbx__mnb_isa fbx__mnb_isa_now(void) {
+  /* the library is built with -mavx2 -mfma: AVX2 is the floor of the SIMD paths */
+  fbx__mnb_isa have = fbx__mnb_vnni512_present() ? FBX__MNB_VNNI512
+                      : fbx_cpu_avx512_enabled() ? FBX__MNB_AVX512
+                                                 : FBX__MNB_AVX2;
+  int cap = atomic_load_explicit(&g_mnb_cap, memory_order_relaxed);
+  return (int)have < cap ? have : (fbx__mnb_isa)cap;
+}
+
+/* ------------------------------------------------------------- prepare -- */
 
 /* q value k of column n's ORT blob (bits 4: low nibble first). */
 static inline unsigned fbx__mnb_q(const uint8_t *col, int bits, int64_t k) {
   if (bits == 8) return col[k];
   uint8_t byte = col[k >> 1];
   return (k & 1) ? byte >> 4 : byte & 15u;
-}
-
-/* Value i (< ch) of a repacked 4-bit chunk. */
-static inline unsigned fbx__mnb_chunk_q(const uint8_t *w, int ch, int i) {
-  int h = ch / 2;
-  return i < h ? w[i] & 15u : w[i - h] >> 4;
 }
 
 fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
@@ -66,18 +75,21 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
   if (Z && (fbx_cpu_numel(Z) != N * zrow || Z->dtype != (p->nbits.zp_u8 ? FBX_DTYPE_U8 : FBX_DTYPE_F32)))
     return FBX_ERR_ARG("MATMUL_NBITS: zero_points have %lld elements, want %lld", (long long)fbx_cpu_numel(Z),
                        (long long)(N * zrow));
+  const int float_zp = Z && !p->nbits.zp_u8;
   fbx__mnb_state *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
   *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .ks = (kb + 3) & ~(int64_t)3,
-                        .bits = bits, .ch = bs < 32 ? (int)bs : 32,
+                        .kz = (kb + 15) & ~(int64_t)15, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
                         .col_bytes = blob * kb};
   s->w = fbx_malloc_aligned((size_t)(N * s->col_bytes) + 64);
-  s->scale = fbx_calloc((size_t)(N * s->ks), sizeof(float));
-  s->sz = fbx_calloc((size_t)(N * s->ks), sizeof(float));
-  if (!s->w || !s->scale || !s->sz) {
+  s->scale = fbx_calloc((size_t)(N * s->ks + 16), sizeof(float));
+  if (float_zp) s->sz = fbx_calloc((size_t)(N * s->ks + 16), sizeof(float));
+  else s->z8 = fbx_calloc((size_t)(N * s->kz + 64), 1);
+  if (!s->w || !s->scale || (float_zp ? !s->sz : !s->z8)) {
     fbx_cpu_mnb_release(s);
     return FBX_ERR_OOM();
   }
+  memset(s->w + N * s->col_bytes, 0, 64);
   const uint8_t *bsrc = B->data;
   const int ch = s->ch, half = ch / 2;
   for (int64_t n = 0; n < N; n++) {
@@ -89,12 +101,11 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
         for (int i = 0; i < half; i++)
           dst[i] = (uint8_t)(fbx__mnb_q(col, 4, k0 + i) | fbx__mnb_q(col, 4, k0 + half + i) << 4);
     for (int64_t b = 0; b < kb; b++) {
-      float z = (float)(1 << (bits - 1));
-      if (Z && p->nbits.zp_u8) z = (float)fbx__mnb_q((const uint8_t *)Z->data + n * zrow, bits, b);
-      else if (Z) z = ((const float *)Z->data)[n * kb + b];
       float sc = ((const float *)S->data)[n * kb + b];
       s->scale[n * s->ks + b] = sc;
-      s->sz[n * s->ks + b] = sc * z;
+      if (float_zp) s->sz[n * s->ks + b] = sc * ((const float *)Z->data)[n * kb + b];
+      else s->z8[n * s->kz + b] = (uint8_t)(Z ? fbx__mnb_q((const uint8_t *)Z->data + n * zrow, bits, b)
+                                              : 1u << (bits - 1));
     }
   }
   *state = s;
@@ -107,209 +118,52 @@ void fbx_cpu_mnb_release(void *state) {
   fbx_free_aligned(s->w);
   fbx_free(s->scale);
   fbx_free(s->sz);
+  fbx_free(s->z8);
   fbx_free(s);
 }
 
-static inline float fbx__mnb_dot(const float *a, const float *b, int64_t n) {
-  int64_t i = 0;
-  float s = 0;
-#if defined(__AVX2__)
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  s = fbx__hsum256(acc);
-#endif
-  for (; i < n; i++) s += a[i] * b[i];
-  return s;
+/* ---------------------------------------------------- portable kernels -- */
+
+float fbx__mnb_corr_portable(const fbx__mnb_state *s, int64_t n, const float *x) {
+  const float *sc = s->scale + n * s->ks;
+  float t = 0;
+  if (s->sz)
+    for (int64_t b = 0; b < s->kb; b++) t += s->sz[n * s->ks + b] * x[b];
+  else
+    for (int64_t b = 0; b < s->kb; b++) t += sc[b] * (float)s->z8[n * s->kz + b] * x[b];
+  return t;
 }
 
-#if defined(__AVX2__)
-/* 32 4-bit values of a repacked 32-chunk as 32 u8, in k order. */
-static inline __m256i fbx__mnb_u4x32(const uint8_t *w) {
-  const __m128i lo4 = _mm_set1_epi8(15);
-  __m128i v = _mm_loadu_si128((const __m128i *)w);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), lo4), _mm_and_si128(v, lo4));
-}
-/* 16 4-bit values of a repacked 16-chunk as 16 u8, in k order. */
-static inline __m128i fbx__mnb_u4x16(const uint8_t *w) {
-  const __m128i lo4 = _mm_set1_epi8(15);
-  __m128i v = _mm_loadl_epi64((const __m128i *)w);
-  return _mm_unpacklo_epi64(_mm_and_si128(v, lo4), _mm_and_si128(_mm_srli_epi16(v, 4), lo4));
-}
-/* 16 u8 -> two vectors of 8 floats. */
-static inline void fbx__mnb_u8x16_f32(__m128i q, __m256 *f0, __m256 *f1) {
-  *f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
-  *f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(q, q)));
-}
-#endif
-
-/* 16 consecutive values of block data w (4-bit chunks of s->ch, or 8-bit) starting at value k
- * (unused on some ISA paths under clang). */
-__attribute__((unused)) static inline void fbx__mnb_vals16(const fbx__mnb_state *s, const uint8_t *w, int64_t k, unsigned *q) {
-  for (int i = 0; i < 16; i++)
-    q[i] = s->bits == 8 ? w[k + i] : fbx__mnb_chunk_q(w + (k / s->ch) * (s->ch / 2), s->ch, (int)(k % s->ch) + i);
-}
-
-/* ------------------------------------------------------------ float path -- */
-
-/* sum_k q_k a_k over one block of bs values. */
-static inline float fbx__mnb_block_f32(const fbx__mnb_state *s, const uint8_t *w, const float *a) {
-  const int64_t bs = s->bs;
-#if defined(__AVX2__)
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), f0, f1;
-  if (s->bits == 4 && s->ch == 32) {
-    for (int64_t k = 0; k < bs; k += 32, w += 16) {
-      __m256i q = fbx__mnb_u4x32(w);
-      fbx__mnb_u8x16_f32(_mm256_castsi256_si128(q), &f0, &f1);
-      acc0 = _mm256_fmadd_ps(f0, _mm256_loadu_ps(a + k), acc0);
-      acc1 = _mm256_fmadd_ps(f1, _mm256_loadu_ps(a + k + 8), acc1);
-      fbx__mnb_u8x16_f32(_mm256_extracti128_si256(q, 1), &f0, &f1);
-      acc0 = _mm256_fmadd_ps(f0, _mm256_loadu_ps(a + k + 16), acc0);
-      acc1 = _mm256_fmadd_ps(f1, _mm256_loadu_ps(a + k + 24), acc1);
-    }
-  } else {
-    for (int64_t k = 0; k < bs; k += 16) {
-      __m128i q = s->bits == 4 ? fbx__mnb_u4x16(w + k / 2) : _mm_loadu_si128((const __m128i *)(w + k));
-      fbx__mnb_u8x16_f32(q, &f0, &f1);
-      acc0 = _mm256_fmadd_ps(f0, _mm256_loadu_ps(a + k), acc0);
-      acc1 = _mm256_fmadd_ps(f1, _mm256_loadu_ps(a + k + 8), acc1);
-    }
-  }
-  return fbx__hsum256(_mm256_add_ps(acc0, acc1));
-#else
-  float acc = 0;
-  unsigned q[16];
-  for (int64_t k = 0; k < bs; k += 16) {
-    fbx__mnb_vals16(s, w, k, q);
-    for (int i = 0; i < 16; i++) acc += (float)q[i] * a[k + i];
-  }
-  return acc;
-#endif
-}
-
-#if defined(__AVX2__)
-/* 4-bit, 32-chunks: sum_b s_b (sum_k q_k a_k) for one row, the block sums kept in
- * float lanes and scaled there (one horizontal sum per column, not per block). */
-static inline float fbx__mnb_col_f32_c32(const fbx__mnb_state *s, const uint8_t *w, const float *sc, const float *a) {
-  __m256 f[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}, q0, q1;
-  const int64_t bs = s->bs;
-  for (int64_t b = 0; b < s->kb; b++, a += bs) {
-    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
-    for (int64_t k = 0; k < bs; k += 32, w += 16) {
-      __m256i q = fbx__mnb_u4x32(w);
-      fbx__mnb_u8x16_f32(_mm256_castsi256_si128(q), &q0, &q1);
-      b0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(a + k), b0);
-      b1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(a + k + 8), b1);
-      fbx__mnb_u8x16_f32(_mm256_extracti128_si256(q, 1), &q0, &q1);
-      b0 = _mm256_fmadd_ps(q0, _mm256_loadu_ps(a + k + 16), b0);
-      b1 = _mm256_fmadd_ps(q1, _mm256_loadu_ps(a + k + 24), b1);
-    }
-    __m256 sb = _mm256_broadcast_ss(&sc[b]);
-    f[2 * (b & 1)] = _mm256_fmadd_ps(b0, sb, f[2 * (b & 1)]); /* even / odd blocks: separate FMA chains */
-    f[2 * (b & 1) + 1] = _mm256_fmadd_ps(b1, sb, f[2 * (b & 1) + 1]);
-  }
-  return fbx__hsum256(_mm256_add_ps(_mm256_add_ps(f[0], f[1]), _mm256_add_ps(f[2], f[3])));
-}
-#endif
-
-/* ------------------------------------------------------------- int8 path -- */
-
-/* Exact sum_k qa_k q_k over one block, one row (|sum| < 2^31 for bs <= 128 and 8 bits). */
-static inline int32_t fbx__mnb_block_i8(const fbx__mnb_state *s, const uint8_t *w, const int8_t *qa) {
-  const int64_t bs = s->bs;
-#if defined(__AVX2__)
-  __m128i acc = _mm_setzero_si128();
-  const __m128i ones = _mm_set1_epi16(1);
-  if (s->bits == 4) { /* u8 (0..15) x s8: pair sums <= 2*15*127 fit int16 */
-    for (int64_t k = 0; k < bs; k += 16) {
-      __m128i q = s->ch == 32 ? (k % 32 ? _mm256_extracti128_si256(fbx__mnb_u4x32(w + (k / 32) * 16), 1)
-                                        : _mm256_castsi256_si128(fbx__mnb_u4x32(w + (k / 32) * 16)))
-                              : fbx__mnb_u4x16(w + k / 2);
-      acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(q, _mm_loadu_si128((const __m128i *)(qa + k))), ones));
-    }
-  } else { /* 8-bit weights overflow maddubs' int16 pairs: widen to int16 first */
-    for (int64_t k = 0; k < bs; k += 16) {
-      __m256i d = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k))),
-                                    _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(qa + k))));
-      acc = _mm_add_epi32(acc, _mm_add_epi32(_mm256_castsi256_si128(d), _mm256_extracti128_si256(d, 1)));
-    }
-  }
-  acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0x4e));
-  acc = _mm_add_epi32(acc, _mm_shuffle_epi32(acc, 0xb1));
-  return _mm_cvtsi128_si32(acc);
-#else
-  int32_t acc = 0;
-  unsigned q[16];
-  for (int64_t k = 0; k < bs; k += 16) {
-    fbx__mnb_vals16(s, w, k, q);
-    for (int i = 0; i < 16; i++) acc += (int32_t)q[i] * qa[k + i];
-  }
-  return acc;
-#endif
-}
-
-#if defined(__AVX2__)
-/* The 4-bit int8 group kernel, AVX2 (groups of 2 chunks = 64 values; the AVX-512
- * VNNI one in cpu_mnb_avx512.c takes 4). One 32-byte load holds two adjacent
- * 32-value chunks; AND / shift give their low and high nibbles, which meet the
- * row's codes in the same (permuted) order, so lanes 0-3 sum the first chunk and
- * lanes 4-7 the second; each lane is scaled by its block's weight scale times
- * the row's block scale. */
-static inline __attribute__((always_inline)) void fbx__mnb_col_i4_avx2(
-    const fbx__mnb_state *s, const uint8_t *w, const float *sc, const fbx__mnb_row *rows, const int R, float *y) {
-  const __m256i lo4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  const __m256i pick = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
-  /* two accumulators per row (even / odd groups): the FMA chain, not the loads, bounds a column */
-  __m256 facc[2][4];
-  for (int r = 0; r < 4; r++) facc[0][r] = facc[1][r] = _mm256_setzero_ps();
-  const int64_t pairs = (s->kpad + 63) / 64, bs = s->bs;
-  for (int64_t g = 0; g < pairs; g++, w += 32) {
-    __m256i v = _mm256_loadu_si256((const __m256i *)w);
-    __m256i lo = _mm256_and_si256(v, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
-    /* lane scales: the two blocks' (bs 32) or the one block's; loadl_epi64 reads 8 unaligned bytes */
-    __m256 swv;
-    if (bs == 32) {
-      __m128 two = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(sc + 2 * g)));
-      swv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), pick);
-    } else {
-      swv = _mm256_broadcast_ss(&sc[(64 * g) / bs]);
-    }
-    for (int r = 0; r < R; r++) {
-      const int8_t *x = rows[r].qa + 64 * g;
-      /* u8 (0..15) x s8 pairs fit int16; madd with ones gives 4 adjacent bytes per lane */
-      __m256i d0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)x));
-      __m256i d1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(x + 32)));
-      __m256i acc = _mm256_add_epi32(_mm256_madd_epi16(d0, ones), _mm256_madd_epi16(d1, ones));
-      __m256 lane_scale = _mm256_mul_ps(swv, _mm256_loadu_ps(rows[r].sav + 8 * g));
-      facc[g & 1][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), lane_scale, facc[g & 1][r]);
-    }
-  }
-  for (int r = 0; r < R; r++) y[r] = fbx__hsum256(_mm256_add_ps(facc[0][r], facc[1][r]));
-}
-
-static void fbx__mnb_i4_cols_avx2(const fbx__mnb_i4_job *j, int64_t n0, int64_t n1) {
-  const fbx__mnb_state *s = j->s;
-  const int64_t N = s->N, ks = s->ks;
-  for (int64_t n = n0; n < n1; n++) {
-    const uint8_t *col = s->w + n * s->col_bytes;
-    const float *sc = s->scale + n * ks, *sz = s->sz + n * ks;
-    const float bias = j->bias ? j->bias[n] : 0.0f;
-    for (int64_t m = 0; m < j->M; m += 4) { /* up to 4 rows share each unpacked chunk */
-      float acc[4];
-      int R = j->M - m < 4 ? (int)(j->M - m) : 4;
-      switch (R) {
-        case 4: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 4, acc); break;
-        case 3: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 3, acc); break;
-        case 2: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 2, acc); break;
-        default: fbx__mnb_col_i4_avx2(s, col, sc, j->rows + m, 1, acc); break;
+/* Both paths, one column: the int8 path (rows carry codes) sums exact int32 block
+ * dots scaled by sa_b s_b; the float path float block dots scaled by s_b. */
+static void fbx__mnb_col_portable_1(const fbx__mnb_state *s, int64_t n, const fbx__mnb_row *rows, int R, float *acc) {
+  const uint8_t *col = s->w + n * s->col_bytes;
+  const float *sc = s->scale + n * s->ks;
+  const int64_t blk = s->bs * s->bits / 8;
+  for (int r = 0; r < R; r++) {
+    const fbx__mnb_row *x = &rows[r];
+    float t = 0;
+    for (int64_t b = 0; b < s->kb; b++) {
+      const uint8_t *w = col + b * blk;
+      if (x->qa) {
+        int32_t d = 0; /* exact: |d| <= 128 * 255 * 127 */
+        for (int64_t k = 0; k < s->bs; k++) d += (int32_t)fbx__mnb_val(s, w, k) * x->qa[b * s->bs + k];
+        t += (float)d * (x->sa[b] * sc[b]);
+      } else {
+        float bt = 0;
+        for (int64_t k = 0; k < s->bs; k++) bt += (float)fbx__mnb_val(s, w, k) * x->a[b * s->bs + k];
+        t += sc[b] * bt;
       }
-      for (int r = 0; r < R; r++)
-        j->y[(m + r) * N + n] = acc[r] - fbx__mnb_dot(sz, j->rows[m + r].sq, s->kb) + bias;
     }
+    acc[r] = t - fbx__mnb_corr_portable(s, n, x->qa ? x->sq : x->asum);
   }
 }
-#endif
 
-/* ------------------------------------------------------------ the kernel -- */
+void fbx__mnb_col_portable(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R, float *acc) {
+  for (int c = 0; c < C; c++) fbx__mnb_col_portable_1(s, n + c, rows, R, acc + 4 * c);
+}
+
+/* ------------------------------------------------------------ the driver -- */
 
 typedef struct fbx__mnb_job {
   const fbx__mnb_state *s;
@@ -317,52 +171,40 @@ typedef struct fbx__mnb_job {
   int64_t M;
   const float *bias;
   float *y; /* (M, N) */
-  int int8, group; /* group: chunks per group of the 4-bit int8 group kernel (2 AVX2, 4 VNNI), 0 none */
+  fbx__mnb_col_fn col;
 } fbx__mnb_job;
 
+/* Columns [n0, n1) in tiles of up to 4, all rows, 4 rows per kernel call (a tile's
+ * columns and rows share the kernel's loads and unpacked weights). */
 static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
   (void)worker;
   const fbx__mnb_job *j = arg;
-  const fbx__mnb_state *s = j->s;
-  const int64_t kb = s->kb, blk_bytes = s->bs * s->bits / 8, N = s->N;
-#if defined(__AVX2__)
-  if (j->group) {
-    fbx__mnb_i4_job ij = {.s = s, .rows = j->rows, .M = j->M, .bias = j->bias, .y = j->y};
-    if (j->group == 4) fbx__mnb_i4_cols_vnni512(&ij, n0, n1);
-    else fbx__mnb_i4_cols_avx2(&ij, n0, n1);
-    return;
-  }
-#endif
-#if defined(__AVX2__)
-  const int f32_avx512 = fbx_cpu_avx512_enabled();
-#endif
-  for (int64_t n = n0; n < n1; n++) {
-    const uint8_t *col = s->w + n * s->col_bytes;
-    const float *sc = s->scale + n * s->ks, *sz = s->sz + n * s->ks;
-    const float bias = j->bias ? j->bias[n] : 0.0f;
-    for (int64_t m = 0; m < j->M; m++) {
-      const fbx__mnb_row *r = &j->rows[m];
-      float acc = 0;
-      if (j->int8)
-        for (int64_t b = 0; b < kb; b++)
-          acc += (float)fbx__mnb_block_i8(s, col + b * blk_bytes, r->qa + b * s->bs) * (r->sa[b] * sc[b]);
-#if defined(__AVX2__)
-      else if (s->bits == 4 && s->ch == 32)
-        acc = f32_avx512 ? fbx__mnb_col_f32_avx512(s, col, sc, r->a) : fbx__mnb_col_f32_c32(s, col, sc, r->a);
-#endif
-      else
-        for (int64_t b = 0; b < kb; b++) acc += sc[b] * fbx__mnb_block_f32(s, col + b * blk_bytes, r->a + b * s->bs);
-      j->y[m * N + n] = acc - fbx__mnb_dot(sz, j->int8 ? r->sq : r->asum, kb) + bias;
+  const int64_t N = j->s->N;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const int C = n1 - n < 4 ? (int)(n1 - n) : 4;
+    for (int64_t m = 0; m < j->M; m += 4) {
+      float acc[16];
+      const int R = j->M - m < 4 ? (int)(j->M - m) : 4;
+      j->col(j->s, n, C, j->rows + m, R, acc);
+      for (int c = 0; c < C; c++) {
+        const float bias = j->bias ? j->bias[n + c] : 0.0f;
+        for (int r = 0; r < R; r++) j->y[(m + r) * N + n + c] = acc[4 * c + r] + bias;
+      }
     }
   }
 }
 
 /* Prepare a row of A into scratch: float copy padded to kpad and block sums, or
- * int8 codes per block (ORT's CPU quantiser: scale max|a|/127, codes rne(a * 127/max|a|)). */
+ * int8 codes per block (ORT's CPU quantiser: scale max|a|/127, codes rne(a * 127/max|a|)).
+ * f1 / f2 have kb16 = kb rounded up to 16 entries (the tail zeroed). */
 static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8, int J, fbx__mnb_row *r,
                               float *af, float *f1, int8_t *qa, float *f2, float *sav) {
   const int64_t K = s->K, bs = s->bs, V = 32 * (int64_t)J, groups = J ? (s->kpad + V - 1) / V : 0;
+  const int64_t kb16 = (s->kb + 15) & ~(int64_t)15;
   if (int8 && J) memset(qa + (groups - 1) * V, 0, (size_t)V); /* the last group may be part padding */
+  for (int64_t b = s->kb; b < kb16; b++) f1[b] = 0.0f;
+  if (int8)
+    for (int64_t b = s->kb; b < kb16; b++) f2[b] = 0.0f;
   for (int64_t b = 0; b < s->kb; b++) {
     int64_t k0 = b * bs, k1 = k0 + bs < K ? k0 + bs : K;
     if (!int8) {
@@ -375,24 +217,31 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
     for (int64_t k = k0; k < k1; k++) amax = fmaxf(amax, fabsf(a[k]));
     float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
     int32_t t = 0;
-    for (int64_t k = k0; k < k0 + bs; k++) {
-      int q = k < k1 ? (int)nearbyintf(a[k] * inv) : 0;
-      q = q > 127 ? 127 : q < -127 ? -127 : q;
-      /* group order (cpu_mnb.h): low halves of the J chunks, then their high halves */
-      int64_t tg = J ? k % V : 0, u = tg & 31; /* position in the group, in its chunk */
-      int64_t pos = J ? (k - tg) + (u >= 16 ? 16 * J : 0) + 16 * (tg >> 5) + (u & 15) : k;
-      qa[pos] = (int8_t)q;
-      t += q;
+    /* runs of 16 values: in k order, or (group order, cpu_mnb.h) the low / high half of
+     * a 32-chunk j of its group at 16 j / 16 J + 16 j (J > 0 means bs >= 32: whole chunks) */
+    for (int64_t k = k0; k < k0 + bs; k += 16) {
+      int64_t pos = k;
+      if (J) {
+        int64_t g = k / V, j = (k % V) / 32;
+        pos = g * V + 16 * j + ((k & 31) ? 16 * J : 0);
+      }
+      for (int u = 0; u < 16; u++) {
+        int q = k + u < k1 ? (int)nearbyintf(a[k + u] * inv) : 0;
+        q = q > 127 ? 127 : q < -127 ? -127 : q;
+        qa[pos + u] = (int8_t)q;
+        t += q;
+      }
     }
     f1[b] = scale;
     f2[b] = scale * (float)t;
   }
   if (int8 && J) { /* lane scales: lanes 4j..4j+3 of a group sum chunk j (a padding chunk's are zero) */
-    for (int64_t g = 0; g < groups; g++)
-      for (int l = 0; l < 4 * J; l++) {
-        int64_t b = (V * g + 32 * (l / 4)) / bs;
-        sav[4 * J * g + l] = b < s->kb ? f1[b] : 0.0f;
-      }
+    const int64_t chunks = groups * J, cpb = bs / 32; /* chunks per block (J > 0: bs >= 32) */
+    for (int64_t ci = 0; ci < chunks; ci++) {
+      const int64_t b = ci / cpb;
+      const float v = b < s->kb ? f1[b] : 0.0f;
+      for (int l = 0; l < 4; l++) sav[4 * ci + l] = v;
+    }
     r->sav = sav;
   }
   if (int8) r->qa = qa, r->sa = f1, r->sq = f2;
@@ -401,40 +250,44 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
 
 /* ------------------------------------------------- prefill: panels + GEMM -- */
 
-/* accuracy_level 0 with M >= FBX__MNB_GEMM_M rows: each task dequantises a panel of
- * FBX__MNB_PANEL columns to float (worker scratch, (cols, K) row-major, hot in L2) and
- * runs a single-threaded sgemm on it, so the dequantisation is paid once per panel
- * and not once per row; below that M the register-dequantising GEMV above wins. */
+/* accuracy_level 0 with M >= FBX__MNB_GEMM_M rows: chunks of columns are dequantised
+ * once to float (scratch, (cols, kpad) row-major) and multiplied with the blocked
+ * sgemm, so the dequantisation is paid once per column and not once per row; below
+ * that M the register-dequantising kernels win. */
 #define FBX__MNB_PANEL 64
 #define FBX__MNB_GEMM_M 8
 
 /* dst(kpad) = column n of W as float32 (q * s - s * z). */
-static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst) {
+static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst, int simd) {
   const int64_t kb = s->kb, bs = s->bs, blk = bs * s->bits / 8;
   const uint8_t *col = s->w + n * s->col_bytes;
   for (int64_t b = 0; b < kb; b++) {
-    const float sc = s->scale[n * s->ks + b], off = -s->sz[n * s->ks + b];
+    const float sc = s->scale[n * s->ks + b];
+    const float off = -(s->sz ? s->sz[n * s->ks + b] : sc * (float)s->z8[n * s->kz + b]);
     const uint8_t *w = col + b * blk;
     float *d = dst + b * bs;
-#if defined(__AVX2__)
+    if (!simd) {
+      for (int64_t k = 0; k < bs; k++) d[k] = (float)fbx__mnb_val(s, w, k) * sc + off;
+      continue;
+    }
     const __m256 vs = _mm256_set1_ps(sc), vo = _mm256_set1_ps(off);
+    const __m128i lo4 = _mm_set1_epi8(15);
     for (int64_t k = 0; k < bs; k += 16) {
-      __m128i q = s->bits == 8 ? _mm_loadu_si128((const __m128i *)(w + k))
-                  : s->ch == 32 ? (k % 32 ? _mm256_extracti128_si256(fbx__mnb_u4x32(w + (k / 32) * 16), 1)
-                                          : _mm256_castsi256_si128(fbx__mnb_u4x32(w + (k / 32) * 16)))
-                                : fbx__mnb_u4x16(w + k / 2);
-      __m256 f0, f1;
-      fbx__mnb_u8x16_f32(q, &f0, &f1);
+      __m128i q;
+      if (s->bits == 8) {
+        q = _mm_loadu_si128((const __m128i *)(w + k));
+      } else if (s->ch == 32) { /* chunk of 32: bytes 0..15, low nibbles k 0..15, high 16..31 */
+        __m128i v = _mm_loadu_si128((const __m128i *)(w + (k / 32) * 16));
+        q = k % 32 ? _mm_and_si128(_mm_srli_epi16(v, 4), lo4) : _mm_and_si128(v, lo4);
+      } else { /* chunk of 16 in 8 bytes */
+        __m128i v = _mm_loadl_epi64((const __m128i *)(w + k / 2));
+        q = _mm_unpacklo_epi64(_mm_and_si128(v, lo4), _mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+      }
+      __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+      __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(q, q)));
       _mm256_storeu_ps(d + k, _mm256_fmadd_ps(f0, vs, vo));
       _mm256_storeu_ps(d + k + 8, _mm256_fmadd_ps(f1, vs, vo));
     }
-#else
-    unsigned q[16];
-    for (int64_t k = 0; k < bs; k += 16) {
-      fbx__mnb_vals16(s, w, k, q);
-      for (int i = 0; i < 16; i++) d[k + i] = (float)q[i] * sc + off;
-    }
-#endif
   }
 }
 
@@ -442,14 +295,75 @@ typedef struct fbx__mnb_dequant_job {
   const fbx__mnb_state *s;
   float *wbuf; /* (columns of this chunk, kpad): column n0 + i at wbuf + i * kpad */
   int64_t n0;
+  int simd;
 } fbx__mnb_dequant_job;
 
 /* Dequantises columns [n0 + i0, n0 + i1) of B into the chunk buffer. */
 static void fbx__mnb_dequant_cols(void *arg, int64_t i0, int64_t i1, int worker) {
   (void)worker;
   const fbx__mnb_dequant_job *j = arg;
-  for (int64_t i = i0; i < i1; i++) fbx__mnb_dequant_col(j->s, j->n0 + i, j->wbuf + i * j->s->kpad);
+  for (int64_t i = i0; i < i1; i++) fbx__mnb_dequant_col(j->s, j->n0 + i, j->wbuf + i * j->s->kpad, j->simd);
 }
+
+static fbx_status *fbx__mnb_prefill_f32(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
+                                        const float *bias, float *y, fbx__mnb_isa isa, fbx_kernel_info *info) {
+  /* Chunks of 4 panels per thread: dequantised in parallel into one (chunk, kpad)
+   * buffer, then one blocked GEMM on the pool: y[:, n0:n0+nn] = A @ chunk^T (+ bias). */
+  const int64_t threads = c->threads > 0 ? c->threads : 1, chunk = FBX__MNB_PANEL * 4 * threads, kpad = s->kpad;
+  float *wbuf = fbx_cpu_scratch(c, (size_t)(chunk * kpad) * sizeof(float));
+  if (!wbuf) return FBX_ERR_OOM();
+  info->variant = s->bits == 4 ? "mnb_int4_panel_sgemm" : "mnb_int8_panel_sgemm";
+  info->reason = "accuracy_level 0, M >= 8: column chunks dequantised once, blocked sgemm per chunk";
+  for (int64_t n0 = 0; n0 < s->N; n0 += chunk) {
+    const int64_t nn = s->N - n0 < chunk ? s->N - n0 : chunk;
+    fbx__mnb_dequant_job dj = {.s = s, .wbuf = wbuf, .n0 = n0, .simd = isa >= FBX__MNB_AVX2};
+    fbx_cpu_par(c, nn, 16, fbx__mnb_dequant_cols, &dj);
+    FBX_TRY(fbx_cpu_sgemm_par(c, false, true, M, nn, s->K, 1.0f, A, s->K, wbuf, kpad, 0.0f, y + n0, s->N, NULL));
+  }
+  if (bias)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < s->N; n++) y[m * s->N + n] += bias[n];
+  return NULL;
+}
+
+static void fbx__mnb_i8gemm_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  fbx__mnb_i8gemm_vnni512(arg, p0, p1, worker);
+}
+
+/* accuracy_level 4, M >= 8, 4-bit integer zero points, VNNI: the rows quantised as
+ * everywhere (k order), offset to u8 (cpu_mnb_gemm512.c), then panels of 32 columns
+ * over the pool. Scratch: row headers, per-row codes + scales, au (M, kpad), one
+ * panel per thread. */
+static fbx_status *fbx__mnb_prefill_i8(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
+                                       const float *bias, float *y, fbx_kernel_info *info) {
+  const int64_t kpad = s->kpad, kb16 = (s->kb + 15) & ~(int64_t)15;
+  const int threads = c->threads > 0 ? c->threads : 1;
+  /* scratch: au (M, kpad) | sa (M, kb16) | one row's codes (kpad) + sums (kb16) | a panel per thread */
+  const size_t au_bytes = ((size_t)(M * kpad) + 63) & ~(size_t)63;
+  const size_t sa_bytes = ((size_t)(M * kb16) * 4 + 63) & ~(size_t)63;
+  const size_t row_bytes = (((size_t)kpad + 63) & ~(size_t)63) + (size_t)kb16 * 4;
+  const size_t ws_bytes = (fbx__mnb_i8gemm_panel_bytes(s) + 63) & ~(size_t)63;
+  const size_t ws_at = (au_bytes + sa_bytes + row_bytes + 63) & ~(size_t)63;
+  unsigned char *mem = fbx_cpu_scratch(c, ws_at + (size_t)threads * ws_bytes);
+  if (!mem) return FBX_ERR_OOM();
+  uint8_t *au = mem;
+  float *sa = (float *)(mem + au_bytes);
+  int8_t *qa = (int8_t *)(mem + au_bytes + sa_bytes);
+  float *f2 = (float *)(mem + au_bytes + sa_bytes + (((size_t)kpad + 63) & ~(size_t)63));
+  for (int64_t m = 0; m < M; m++) { /* ORT's quantiser (fbx__mnb_row_prep), then the u8 offset */
+    fbx__mnb_row r;
+    fbx__mnb_row_prep(s, A + m * s->K, 1, 0, &r, NULL, sa + m * kb16, qa, f2, NULL);
+    for (int64_t k = 0; k < kpad; k++) au[m * kpad + k] = k < s->K ? (uint8_t)(qa[k] + 128) : 0;
+  }
+  fbx__mnb_i8gemm g = {.s = s, .au = au, .sa = sa, .M = M, .ldsa = kb16, .bias = bias, .y = y,
+                       .ws = mem + ws_at, .ws_bytes = ws_bytes};
+  info->variant = "mnb_int4_int8_gemm_vnni512";
+  info->reason = "accuracy_level 4, M >= 8: A quantised to int8 per block, int8 GEMM on panels of 32 columns";
+  fbx_cpu_par(c, (s->N + 31) / 32, 1, fbx__mnb_i8gemm_task, &g);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ the kernel -- */
 
 fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   const fbx__mnb_state *s = state;
@@ -466,34 +380,40 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   }
   const int int8 = node->params.nbits.accuracy_level == 4;
   const int64_t M = s->K ? fbx_cpu_numel(A) / s->K : 0, kpad = s->kpad, kb = s->kb;
+  const fbx__mnb_isa isa = fbx__mnb_isa_now();
   info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
-  if (!int8 && M >= FBX__MNB_GEMM_M) {
-    /* Chunks of 4 panels per thread: dequantised in parallel into one (chunk, kpad)
-     * buffer, then one blocked GEMM on the pool: y[:, n0:n0+nn] = A @ chunk^T (+ bias). */
-    const int64_t threads = c->threads > 0 ? c->threads : 1, chunk = FBX__MNB_PANEL * 4 * threads;
-    float *wbuf = fbx_cpu_scratch(c, (size_t)(chunk * kpad) * sizeof(float));
-    if (!wbuf) return FBX_ERR_OOM();
-    info->variant = s->bits == 4 ? "mnb_int4_panel_sgemm" : "mnb_int8_panel_sgemm";
-    info->reason = "accuracy_level 0, M >= 8: column chunks dequantised once, blocked sgemm per chunk";
-    float *y = out[0].data;
-    for (int64_t n0 = 0; n0 < s->N; n0 += chunk) {
-      const int64_t nn = s->N - n0 < chunk ? s->N - n0 : chunk;
-      fbx__mnb_dequant_job dj = {.s = s, .wbuf = wbuf, .n0 = n0};
-      fbx_cpu_par(c, nn, 16, fbx__mnb_dequant_cols, &dj);
-      FBX_TRY(fbx_cpu_sgemm_par(c, false, true, M, nn, s->K, 1.0f, A->data, s->K, wbuf, kpad, 0.0f, y + n0, s->N,
-                                NULL));
-    }
-    if (bias)
-      for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < s->N; n++) y[m * s->N + n] += bias[n];
-    return NULL;
+  if (!int8 && M >= FBX__MNB_GEMM_M) return fbx__mnb_prefill_f32(c, s, A->data, M, bias, out[0].data, isa, info);
+  if (int8 && M >= FBX__MNB_GEMM_M && isa >= FBX__MNB_VNNI512 && s->bits == 4 && s->z8)
+    return fbx__mnb_prefill_i8(c, s, A->data, M, bias, out[0].data, info);
+
+  /* the column kernel and the row layout it reads (J: chunks per group, 0 = k order) */
+  const int c32 = s->bits == 4 && s->ch == 32;
+  fbx__mnb_col_fn col;
+  int J = 0;
+  if (isa == FBX__MNB_PORTABLE) {
+    col = fbx__mnb_col_portable;
+    info->variant = int8 ? "mnb_int8act_portable" : "mnb_f32_portable";
+  } else if (int8 && c32) {
+    J = isa >= FBX__MNB_VNNI512 ? 4 : 2;
+    col = J == 4 ? fbx__mnb_col_i4g4_vnni512 : fbx__mnb_col_i4g2_avx2;
+    info->variant = J == 4 ? "mnb_int4_int8_vnni512" : "mnb_int4_int8_avx2";
+  } else if (int8) {
+    col = fbx__mnb_col_i8_avx2;
+    info->variant = s->bits == 4 ? "mnb_int4_int8_avx2_b16" : "mnb_int8_int8_avx2";
+  } else if (c32 && isa >= FBX__MNB_AVX512) {
+    col = fbx__mnb_col_f32c32_avx512;
+    info->variant = "mnb_int4_f32_avx512";
+  } else {
+    col = fbx__mnb_col_f32_avx2;
+    info->variant = s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2";
   }
-  const int J = int8 && s->bits == 4 && s->ch == 32 ? (fbx__mnb_vnni_enabled() ? 4 : 2) : 0;
-  const int64_t V = J ? 32 * J : 64, groups = (kpad + V - 1) / V;
-  /* scratch: rows, then per row: float path kpad floats + kb sums; int8 path groups*V codes
-   * + 2 kb + 4 J groups floats */
-  size_t per_row = int8 ? (size_t)(groups * V) + (size_t)(2 * kb + 4 * J * groups) * 4 + 128
-                        : (size_t)(kpad + kb) * 4 + 64;
+  info->reason = int8 ? "accuracy_level 4: A quantised to int8 per block, exact integer block dots"
+                      : "accuracy_level 0: float, dequantised in registers";
+  const int64_t V = J ? 32 * J : 64, groups = (kpad + V - 1) / V, kb16 = (kb + 15) & ~(int64_t)15;
+  /* scratch: rows, then per row: float path kpad floats + kb16 sums; int8 path groups*V codes
+   * + 2 kb16 + 4 J groups floats */
+  size_t per_row = int8 ? (size_t)(groups * V) + (size_t)(2 * kb16 + 4 * J * groups) * 4 + 128
+                        : (size_t)(kpad + kb16) * 4 + 64;
   per_row = (per_row + 63) & ~(size_t)63;
   size_t need = (size_t)M * (sizeof(fbx__mnb_row) + per_row) + 128;
   unsigned char *mem = fbx_cpu_scratch(c, need);
@@ -505,19 +425,13 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
     memset(r, 0, sizeof *r);
     const float *a = (const float *)A->data + m * s->K;
     if (int8) {
-      float *f1 = (float *)(p + groups * V);
-      fbx__mnb_row_prep(s, a, 1, J, r, NULL, f1, (int8_t *)p, f1 + kb, f1 + 2 * kb);
+      float *f1 = (float *)(p + ((groups * V + 63) & ~(int64_t)63));
+      fbx__mnb_row_prep(s, a, 1, J, r, NULL, f1, (int8_t *)p, f1 + kb16, f1 + 2 * kb16);
     } else {
       fbx__mnb_row_prep(s, a, 0, 0, r, (float *)p, (float *)p + kpad, NULL, NULL, NULL);
     }
   }
-  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .int8 = int8, .group = J};
-  info->variant = J ? (J == 4 ? "mnb_int4_int8_vnni512" : "mnb_int4_int8_avx2")
-                  : int8 ? (s->bits == 4 ? "mnb_int4_int8_avx2_b16" : "mnb_int8_int8_avx2")
-                  : s->bits == 4 && s->ch == 32 && fbx_cpu_avx512_enabled() ? "mnb_int4_f32_avx512"
-                  : (s->bits == 4 ? "mnb_int4_f32_avx2" : "mnb_int8_f32_avx2");
-  info->reason = int8 ? "accuracy_level 4: A quantised to int8 per block, exact integer block dots"
-                      : "accuracy_level 0: float, dequantised in registers";
+  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .col = col};
   int64_t grain = 16 + 65536 / (s->K * (M ? M : 1) + 1);
   if (s->N * s->K * M >= 1 << 16) fbx_cpu_par(c, s->N, grain, fbx__mnb_cols, &j);
   else fbx__mnb_cols(&j, 0, s->N, 0);
