@@ -118,6 +118,9 @@ static void suite(void) {
       C2(1, 8, 8, 8, 17, 17, 7, 1, 1, 3, 3, 0),
       C2(1, 12, 12, 12, 15, 15, 3, 1, 2, 2, 2, 1),
       C2(1, 6, 6, 6, 16, 16, 3, 3, 1, 1, 1, 1),
+      C2(1, 5, 5, 5, 9, 140, 3, 1, 1, 1, 1, 1),     /* wide rows: 32-lane blocks where AVX-512 is on, tail 12 */
+      C2(2, 3, 3, 3, 11, 270, 5, 2, 1, 2, 2, 1),    /* wide, stride 2, tail */
+      C2(1, 4, 4, 4, 7, 64, 3, 1, 1, 1, 1, 0),      /* exactly two 32-lane blocks */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const cv *c = &cases[i];
