@@ -1,10 +1,12 @@
 /* CONV and CONV_TRANSPOSE (cpu_conv_transpose.c), 1-3 spatial dims (missing
  * dims are 1); one file per algorithm (cpu_conv.h lists them).
- *   depthwise (group == C == M): direct AVX2 kernel on a zero-padded plane
- *                                (2 rows x 16 outputs per step), parallel over (n, c)
+ *   depthwise (group == C == M): direct kernel on a zero-padded plane (2 rows x
+ *                                16 outputs per step in AVX2, x 32 in AVX-512),
+ *                                parallel over (n, c)
  *   2D (not 1x1 stride 1)      : direct: X repacked once into zero-padded
- *                                stride-phase planes, then our 6x16 AVX2 GEMM
- *                                reads B at per-tap offsets (no im2col),
+ *                                stride-phase planes, then the conv GEMM (12x32
+ *                                AVX-512 / 6x16 AVX2) reads B at per-tap offsets
+ *                                (no im2col), K in chunks of ~144 taps,
  *                                parallel over output-row tiles (x channel blocks)
  *   1x1 stride 1 pad 0, 3D     : per tile of output positions, X (or im2col)
  *                                packed into 16-wide panels + the same GEMM

@@ -1,6 +1,8 @@
 /* CONV, 2D direct (every 2D conv but depthwise and 1x1 stride 1): no im2col.
  * X is repacked once per image into zero-padded stride-phase planes; the
- * conv GEMM then reads its B rows straight from them at per-tap offsets;
+ * conv GEMM then reads its B rows straight from them at per-tap offsets, K in
+ * chunks of whole input channels accumulated in the tile's result (so a
+ * chunk's W rows and B rows stay in L1 while the tile's columns stream past);
  * parallel over output-row tiles (x output-channel blocks for small maps). */
 #include <immintrin.h>
 #include <stdint.h>
