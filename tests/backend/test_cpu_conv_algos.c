@@ -108,6 +108,10 @@ static void suite(void) {
       C2(1, 24, 36, 2, 11, 13, 3, 1, 1, 1, 1, 1),   /* groups 2 */
       C2(1, 30, 15, 3, 9, 10, 5, 2, 1, 2, 1, 0),    /* groups 3, 5x5 stride 2 */
       C2(1, 64, 40, 1, 9, 9, 1, 2, 1, 0, 0, 1),     /* strided 1x1 (direct) */
+      /* planes over 2 MiB: the direct path repacks per tile ("local" mode) */
+      C2(1, 24, 8, 1, 160, 160, 3, 1, 1, 1, 1, 1),
+      C2(1, 32, 6, 1, 321, 321, 3, 2, 1, 1, 1, 1),  /* stride 2: four phase planes, odd sizes */
+      C2(1, 20, 5, 1, 170, 150, 3, 1, 2, 2, 2, 0),  /* dilation 2 */
       /* tiled: pointwise 1x1, channel counts off the blocks */
       C2(1, 37, 29, 1, 19, 23, 1, 1, 1, 0, 0, 1),
       C2(2, 200, 50, 1, 7, 9, 1, 1, 1, 0, 0, 1),

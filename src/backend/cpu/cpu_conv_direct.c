@@ -31,26 +31,33 @@ typedef struct fbx__dcv_job {
   int8_t ph[4], pw[4];   /* used phase index -> phase (a or b) */
   fbx_cpu_epi *epi;
   int64_t ybase;
+  /* local mode (large images): each task repacks only its tile's plane rows
+   * into the worker's xr area (xr + worker*lstride, planes of prows rows),
+   * so the planes stay in L2 instead of making a DRAM round trip */
+  bool local;
+  int64_t lstride, prows;
 } fbx__dcv_job;
 
-static void fbx__dcv_repack_task(void *arg, int64_t c0, int64_t c1, int worker) {
-  const fbx__dcv_job *j = arg;
+/* Plane rows [i0, i1) of channels [c0, c1) into dst: channel c, phase (ia, ib)
+ * at dst + ((c*nph + ia)*npw + ib)*pstride, row i at (i - i0)*PW2 in it. */
+static void fbx__dcv_repack(const fbx__dcv_job *j, int64_t c0, int64_t c1, int64_t i0, int64_t i1, float *dst0,
+                            int64_t pstride) {
   const fbx_cpu_conv_geom *g = j->g;
-  const int64_t s = g->s[2], sh = g->s[1], IH = g->in[1], IW = g->in[2], PH2 = j->PH2, PW2 = j->PW2;
+  const int64_t s = g->s[2], sh = g->s[1], IH = g->in[1], IW = g->in[2], PW2 = j->PW2;
   const int64_t pt = g->pb[1], pl = g->pb[2];
   for (int64_t c = c0; c < c1; c++)
     for (int64_t ia = 0; ia < j->nph; ia++)
       for (int64_t ib = 0; ib < j->npw; ib++) {
         const int64_t a = j->ph[ia], b = j->pw[ib];
-        float *pl_ = j->xr + ((c * j->nph + ia) * j->npw + ib) * PH2 * PW2;
+        float *pl_ = dst0 + ((c * j->nph + ia) * j->npw + ib) * pstride;
         /* valid j: 0 <= s*j + b - pl < IW */
         int64_t off = b - pl;
         int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
         int64_t hi = IW - off <= 0 ? 0 : (IW - off + s - 1) / s;
         if (hi > PW2) hi = PW2;
         if (lo > hi) lo = hi;
-        for (int64_t i = 0; i < PH2; i++) {
-          float *dst = pl_ + i * PW2;
+        for (int64_t i = i0; i < i1; i++) {
+          float *dst = pl_ + (i - i0) * PW2;
           int64_t ih = sh * i + a - pt;
           if (ih < 0 || ih >= IH) {
             memset(dst, 0, (size_t)PW2 * sizeof(float));
@@ -65,6 +72,13 @@ static void fbx__dcv_repack_task(void *arg, int64_t c0, int64_t c1, int worker) 
           if (hi < PW2) memset(dst + hi, 0, (size_t)(PW2 - hi) * sizeof(float));
         }
       }
+}
+
+/* the whole image's planes, channels [c0, c1) (global mode) */
+static void fbx__dcv_repack_task(void *arg, int64_t c0, int64_t c1, int worker) {
+  const fbx__dcv_job *j = arg;
+  (void)worker;
+  fbx__dcv_repack(j, c0, c1, 0, j->PH2, j->xr, j->PH2 * j->PW2);
 }
 
 static void fbx__dcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
@@ -82,6 +96,12 @@ static void fbx__dcv_task(void *arg, int64_t t0, int64_t t1, int worker) {
     int64_t oh0 = t * j->rows, oh1 = oh0 + j->rows < OH ? oh0 + j->rows : OH;
     int64_t width = (oh1 - oh0) * PW2;
     const float *xb = j->xr + j->xoff + oh0 * PW2;
+    if (j->local) {
+      float *xl = j->xr + (size_t)worker * (size_t)j->lstride;
+      int64_t i1 = oh0 + j->prows < j->PH2 ? oh0 + j->prows : j->PH2;
+      fbx__dcv_repack(j, 0, g->C, oh0, i1, xl, j->prows * PW2);
+      xb = xl;
+    }
     for (int64_t k0 = 0; k0 < j->K; k0 += j->kc) {
       int64_t kn = j->K - k0 < j->kc ? j->K - k0 : j->kc;
       fbx_cpu_conv_gemm_off(j->w + k0, j->K, j->bias, xb, j->koff + k0, kn, width, m0, m1, tmp, j->tmpld, k0 > 0);
@@ -128,8 +148,8 @@ fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, con
   for (int64_t bb = 0; bb < sw; bb++)
     for (int64_t kw = 0; kw < KW; kw++)
       if ((kw * dw) % sw == bb) { ipw[bb] = (int8_t)npw; pw[npw++] = (int8_t)bb; break; }
-  const int64_t plane = PH2 * PW2, xr_n = g->C * nph * npw * plane + 64;
-  if (xr_n > INT32_MAX) return FBX_ERR_NOTIMPL("CONV: direct path too large");
+  const int64_t xr_full = g->C * nph * npw * PH2 * PW2 + 64;
+  if (xr_full > INT32_MAX) return FBX_ERR_NOTIMPL("CONV: direct path too large");
   int64_t nt = c->threads > 1 ? c->threads : 1;
   double flops = 2.0 * (double)Mg * (double)OS * (double)K;
   /* row tiles: ~4 per thread, at least ~48 columns each (the last 16-column
@@ -150,6 +170,15 @@ fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, con
     if (mblocks > Mg / 6) mblocks = Mg / 6;
   }
   int64_t tmpld = (rows * PW2 + 15) / 16 * 16;
+  /* planes bigger than the L2s (96 x 162x162 is 10 MiB): repack per tile
+   * (each tile's rows of every channel, ~0.6 MiB for the PP-OCR det neck)
+   * instead of the whole image up front; one group and no channel split, so
+   * every tile is repacked exactly once */
+  const int64_t prows = rows + ((KH - 1) * dh) / sh;
+  const bool local = g->G == 1 && mblocks == 1 && ntiles >= 2 && (size_t)xr_full * sizeof(float) > (2u << 20);
+  const int64_t plane = local ? prows * PW2 : PH2 * PW2;
+  const int64_t lstride = (g->C * nph * npw * plane + 64 + 15) / 16 * 16;
+  const int64_t xr_n = local ? lstride * (int64_t)c->threads : xr_full;
   /* K in chunks of whole input channels, ~144 taps (16 channels of a 3x3):
    * W's 12-row block of a chunk (7 KiB) and the chunk's B rows of a 32-column
    * block (18 KiB) stay in L1 while the tile's columns stream past; without
@@ -165,7 +194,10 @@ fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, con
   float *xr = mem;
   int32_t *koff = (int32_t *)(xr + xr_n);
   float *tmp = xr + xr_n + koff_n;
-  memset(xr + xr_n - 64, 0, 64 * sizeof(float));
+  if (local) /* the 64-float slack after each worker's planes */
+    for (int wk = 0; wk < c->threads; wk++) memset(xr + wk * lstride + lstride - 64, 0, 64 * sizeof(float));
+  else
+    memset(xr + xr_n - 64, 0, 64 * sizeof(float));
   for (int64_t cc = 0; cc < Cg; cc++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++) {
@@ -173,15 +205,18 @@ fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, con
         koff[(cc * KH + kh) * KW + kw] =
             (int32_t)(((cc * nph + a) * npw + bb) * plane + ((kh * dh) / sh) * PW2 + (kw * dw) / sw);
       }
-  info->variant = "conv_direct_gemm";
+  info->variant = local ? "conv_direct_gemm_tile_repack" : "conv_direct_gemm";
   info->reason = "2D: input repacked into zero-padded stride-phase planes, 6x16 AVX2 GEMM on per-tap offsets";
   for (int64_t n = 0; n < g->N; n++) {
     fbx__dcv_job j = {.g = g, .x = x + n * g->C * g->in[1] * g->in[2], .xr = xr, .koff = koff, .tmp = tmp,
                       .Mg = Mg, .K = K, .PH2 = PH2, .PW2 = PW2, .rows = rows, .mblocks = mblocks,
-                      .tmpld = tmpld, .epi = &epi, .nph = nph, .npw = npw, .kc = kc};
+                      .tmpld = tmpld, .epi = &epi, .nph = nph, .npw = npw, .kc = kc, .local = local,
+                      .lstride = lstride, .prows = prows};
     memcpy(j.ph, ph, sizeof ph);
     memcpy(j.pw, pw, sizeof pw);
-    if (g->C * plane * nph * npw > 32768 && nt > 1)
+    if (local)
+      ; /* per tile, in fbx__dcv_task */
+    else if (g->C * plane * nph * npw > 32768 && nt > 1)
       fbx_cpu_par(c, g->C, 1, fbx__dcv_repack_task, &j);
     else
       fbx__dcv_repack_task(&j, 0, g->C, 0);
