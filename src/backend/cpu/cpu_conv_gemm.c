@@ -20,9 +20,17 @@
 static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, const float *w, int64_t ldw,
                                                                 const float *bias, const float *bp, int64_t K,
                                                                 float *y, int64_t ldy, int64_t width,
-                                                                const int32_t *koff) {
+                                                                const int32_t *koff, int acc) {
   __m256 c0[6], c1[6];
-  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = c1[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
+  if (acc) /* Y += (a later K chunk; bias ignored) */
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+      float t[P] = {0};
+      memcpy(t, y + r * ldy, (size_t)(width < P ? width : P) * sizeof(float));
+      c0[r] = _mm256_loadu_ps(t);
+      c1[r] = _mm256_loadu_ps(t + 8);
+    }
+  else
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = c1[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
   int64_t k = 0;
   if (koff) {
     for (; k < K; k++) {
@@ -75,9 +83,16 @@ static inline __attribute__((always_inline)) void fbx__cg_block(const int MR, co
 static inline __attribute__((always_inline)) void fbx__cg_block8(const int MR, const float *w, int64_t ldw,
                                                                  const float *bias, const float *bp, int64_t K,
                                                                  float *y, int64_t ldy, int64_t width,
-                                                                 const int32_t *koff) {
+                                                                 const int32_t *koff, int acc) {
   __m256 c0[6];
-  _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
+  if (acc)
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) {
+      float t[8] = {0};
+      memcpy(t, y + r * ldy, (size_t)width * sizeof(float));
+      c0[r] = _mm256_loadu_ps(t);
+    }
+  else
+    _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = bias ? _mm256_set1_ps(bias[r]) : _mm256_setzero_ps();
   for (int64_t k = 0; k < K; k++) {
     __m256 b0 = koff ? _mm256_loadu_ps(bp + koff[k]) : _mm256_load_ps(bp + k * P);
     _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++)
@@ -93,24 +108,24 @@ static inline __attribute__((always_inline)) void fbx__cg_block8(const int MR, c
 static inline __attribute__((always_inline)) void fbx__cg_any(const int MR, const float *w, int64_t ldw,
                                                               const float *bias, const float *bp, int64_t K,
                                                               float *y, int64_t ldy, int64_t width,
-                                                              const int32_t *koff) {
+                                                              const int32_t *koff, int acc) {
   if (width <= 8)
-    fbx__cg_block8(MR, w, ldw, bias, bp, K, y, ldy, width, koff);
+    fbx__cg_block8(MR, w, ldw, bias, bp, K, y, ldy, width, koff, acc);
   else
-    fbx__cg_block(MR, w, ldw, bias, bp, K, y, ldy, width, koff);
+    fbx__cg_block(MR, w, ldw, bias, bp, K, y, ldy, width, koff, acc);
 }
 
 static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, int64_t ldw, const float *bias,
                                                               const float *b, const int32_t *koff, int64_t K,
                                                               int64_t width, int64_t m0, int64_t m1, float *y,
-                                                              int64_t ldy) {
+                                                              int64_t ldy, int acc) {
   int64_t np = (width + P - 1) / P;
   int64_t qs = koff ? P : K * P; /* B step per 16-column block */
   int64_t m = m0;
   for (; m + 6 <= m1; m += 6)
     for (int64_t q = 0; q < np; q++)
       fbx__cg_any(6, w + m * ldw, ldw, bias ? bias + m : NULL, b + q * qs, K, y + m * ldy + q * P, ldy,
-                    width - q * P, koff);
+                    width - q * P, koff, acc);
   if (m >= m1) return;
   const float *wm = w + m * ldw, *bm = bias ? bias + m : NULL;
   float *ym = y + m * ldy;
@@ -119,11 +134,11 @@ static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, in
     float *yq = ym + q * P;
     int64_t wd = width - q * P;
     switch (m1 - m) {
-      case 5: fbx__cg_any(5, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 4: fbx__cg_any(4, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 3: fbx__cg_any(3, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 2: fbx__cg_any(2, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
-      case 1: fbx__cg_any(1, wm, ldw, bm, bp, K, yq, ldy, wd, koff); break;
+      case 5: fbx__cg_any(5, wm, ldw, bm, bp, K, yq, ldy, wd, koff, acc); break;
+      case 4: fbx__cg_any(4, wm, ldw, bm, bp, K, yq, ldy, wd, koff, acc); break;
+      case 3: fbx__cg_any(3, wm, ldw, bm, bp, K, yq, ldy, wd, koff, acc); break;
+      case 2: fbx__cg_any(2, wm, ldw, bm, bp, K, yq, ldy, wd, koff, acc); break;
+      case 1: fbx__cg_any(1, wm, ldw, bm, bp, K, yq, ldy, wd, koff, acc); break;
       default: break;
     }
   }
@@ -132,19 +147,19 @@ static inline __attribute__((always_inline)) void fbx__cg_run(const float *w, in
 void fbx_cpu_conv_gemm(const float *w, int64_t ldw, const float *bias, const float *bpk, int64_t K,
                        int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy) {
   if (fbx_cpu_avx512_enabled()) {
-    fbx_cpu_conv_gemm_avx512(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy);
+    fbx_cpu_conv_gemm_avx512(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy, 0);
     return;
   }
-  fbx__cg_run(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy);
+  fbx__cg_run(w, ldw, bias, bpk, NULL, K, width, m0, m1, y, ldy, 0);
 }
 
 void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const float *xb, const int32_t *koff,
-                           int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy) {
+                           int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc) {
   if (fbx_cpu_avx512_enabled()) {
-    fbx_cpu_conv_gemm_avx512(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy);
+    fbx_cpu_conv_gemm_avx512(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy, acc);
     return;
   }
-  fbx__cg_run(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy);
+  fbx__cg_run(w, ldw, bias, xb, koff, K, width, m0, m1, y, ldy, acc);
 }
 
 void fbx_cpu_conv_pack_row(float *bpk, int64_t K, int64_t r, const float *src, int64_t width) {

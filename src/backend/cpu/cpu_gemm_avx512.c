@@ -50,13 +50,19 @@ static inline __attribute__((always_inline)) void fbx__z_tile(const int MR, cons
                                                               const float *b0, const float *b1, const int32_t *koff,
                                                               int64_t K, const float *bias, float alpha, float *y,
                                                               int64_t ldy, int64_t width, const float *pf0,
-                                                              const float *pf1) {
+                                                              const float *pf1, int acc) {
   __m512 c0[MRMAX], c1[MRMAX];
-  _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
-    c0[r] = bias ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps();
-    if (NP == 2) c1[r] = c0[r];
-  }
   const __mmask16 mk0 = fbx__z_mask(width), mk1 = fbx__z_mask(width - P);
+  if (acc) /* Y += (bias ignored): a later K chunk */
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+      c0[r] = _mm512_maskz_loadu_ps(mk0, y + r * ldy);
+      if (NP == 2) c1[r] = _mm512_maskz_loadu_ps(mk1, y + r * ldy + P);
+    }
+  else
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+      c0[r] = bias ? _mm512_set1_ps(bias[r]) : _mm512_setzero_ps();
+      if (NP == 2) c1[r] = c0[r];
+    }
   if (koff) {
     for (int64_t k = 0; k < K; k++) {
       __m512 v0 = _mm512_maskz_loadu_ps(mk0, b0 + koff[k]);
@@ -108,14 +114,14 @@ static inline __attribute__((always_inline)) void fbx__z_tile(const int MR, cons
 #define FBX__Z_CASE(MR)                                                                                   \
   case MR:                                                                                                \
     if (two)                                                                                              \
-      fbx__z_tile(MR, 2, a, lda, b0, b1, koff, K, bias, alpha, y, ldy, width, pf0, pf1);                  \
+      fbx__z_tile(MR, 2, a, lda, b0, b1, koff, K, bias, alpha, y, ldy, width, pf0, pf1, acc);             \
     else                                                                                                  \
-      fbx__z_tile(MR, 1, a, lda, b0, b1, koff, K, bias, alpha, y, ldy, width, pf0, pf1);                  \
+      fbx__z_tile(MR, 1, a, lda, b0, b1, koff, K, bias, alpha, y, ldy, width, pf0, pf1, acc);             \
     break;
 
 static void fbx__z_tile_any(int mr, int two, const float *a, int64_t lda, const float *b0, const float *b1,
                             const int32_t *koff, int64_t K, const float *bias, float alpha, float *y, int64_t ldy,
-                            int64_t width, const float *pf0, const float *pf1) {
+                            int64_t width, const float *pf0, const float *pf1, int acc) {
   switch (mr) {
     FBX__Z_CASE(12)
     FBX__Z_CASE(11)
@@ -142,7 +148,7 @@ static inline int fbx__z_rows(int64_t left) {
 }
 
 void fbx_cpu_conv_gemm_avx512(const float *w, int64_t ldw, const float *bias, const float *b, const int32_t *koff,
-                              int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy) {
+                              int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc) {
   int64_t np = (width + P - 1) / P;
   int64_t qs = koff ? P : K * P; /* B step per 16-column panel */
   for (int64_t m = m0; m < m1;) {
@@ -150,7 +156,7 @@ void fbx_cpu_conv_gemm_avx512(const float *w, int64_t ldw, const float *bias, co
     for (int64_t q = 0; q < np; q += 2) {
       int two = q + 1 < np;
       fbx__z_tile_any(mr, two, w + m * ldw, ldw, b + q * qs, b + (q + 1) * qs, koff, K, bias ? bias + m : NULL,
-                      1.0f, y + m * ldy + q * P, ldy, width - q * P, NULL, NULL);
+                      1.0f, y + m * ldy + q * P, ldy, width - q * P, NULL, NULL, acc);
     }
     m += mr;
   }
@@ -169,7 +175,7 @@ void fbx_cpu_gemm_packed_avx512(const float *a, int64_t lda, const float *packed
     for (int64_t m = 0; m < M; blk++) {
       int mr = fbx__z_rows(M - m);
       fbx__z_tile_any(mr, two, a + m * lda, lda, bp, bp + K * P, NULL, K, NULL, alpha, y + m * ldy + n0, ldy,
-                      N - n0, blk == 0 ? ahead : NULL, blk == 1 ? next : NULL);
+                      N - n0, blk == 0 ? ahead : NULL, blk == 1 ? next : NULL, 0);
       m += mr;
     }
   }

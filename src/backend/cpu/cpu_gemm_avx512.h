@@ -9,9 +9,10 @@
 /* 1 when the CPU has AVX-512F/BW/VL/DQ and FUSEBOX_AVX512 is not "0"
  * (CPUID checked once per process). */
 int fbx_cpu_avx512_enabled(void);
-/* fbx_cpu_conv_gemm (koff NULL, b = bpk) / fbx_cpu_conv_gemm_off (b = xb). */
+/* fbx_cpu_conv_gemm (koff NULL, b = bpk) / fbx_cpu_conv_gemm_off (b = xb); acc 1:
+ * Y += W @ B (bias ignored: a later K chunk), 0: Y = W @ B + bias. */
 void fbx_cpu_conv_gemm_avx512(const float *w, int64_t ldw, const float *bias, const float *b, const int32_t *koff,
-                              int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy);
+                              int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc);
 /* Panels [p0, p1) of fbx_cpu_gemm_packed: Y(M, cols of those panels) = alpha * A @ Bpk. */
 void fbx_cpu_gemm_packed_avx512(const float *a, int64_t lda, const float *packed, float *y, int64_t ldy, int64_t M,
                                 int64_t K, int64_t N, float alpha, int64_t p0, int64_t p1);

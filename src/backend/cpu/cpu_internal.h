@@ -129,9 +129,10 @@ void fbx_cpu_gemv_plain(fbx_cpu_ctx *c, const float *x, const float *b, float *y
 void fbx_cpu_conv_gemm(const float *w, int64_t ldw, const float *bias, const float *bpk, int64_t K,
                        int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy);
 /* The same with B row k of column block q read straight from xb + 16*q + koff[k]
- * (unaligned; every full 16-column block must be readable, also past width). */
+ * (unaligned; every full 16-column block must be readable, also past width).
+ * acc 1: Y += W @ B, bias ignored (a later chunk of K); acc 0: Y = W @ B + bias. */
 void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const float *xb, const int32_t *koff,
-                           int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy);
+                           int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc);
 /* Pack row r of B (width contiguous floats at src) into bpk. */
 void fbx_cpu_conv_pack_row(float *bpk, int64_t K, int64_t r, const float *src, int64_t width);
 

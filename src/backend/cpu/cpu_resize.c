@@ -1,7 +1,13 @@
 /* RESIZE: nearest (all rounding modes) and linear (N-D, separable taps over
  * the dims that change), every coordinate transform mode. Per-dim tap tables
  * are built once per run in scratch; cubic is declined. F32 (nearest: any
- * dtype, element copies). */
+ * dtype, element copies).
+ * Fast path (the FPN upsamplings of detectors): only the last two dims change
+ * and nothing is outside (no crop): per output row, nearest gathers from one
+ * source row (or copies the previous output row when they share it), linear
+ * blends two horizontally interpolated source rows (kept per worker while
+ * consecutive output rows share them); parallel over (plane, output row).
+ * Otherwise the generic per-element loop. */
 #include <math.h>
 #include <string.h>
 
@@ -33,6 +39,66 @@ static int64_t fbx__rs_nearest(const fbx_ir_node *node, double x) {
   }
 }
 
+/* ---- fast path: last two dims, 4-byte elements ---- */
+typedef struct fbx__rs2_job {
+  const fbx__rs_tap *th, *tw; /* (OH), (OW) */
+  const void *x;              /* (P, IH, IW) */
+  void *y;                    /* (P, OH, OW) */
+  float *rows;                /* per worker: 2 rows of OW (linear) */
+  int64_t IH, IW, OH, OW;
+  bool linear;
+} fbx__rs2_job;
+
+/* row r of the source plane, interpolated along W into dst (OW) */
+static void fbx__rs2_hrow(const fbx__rs2_job *j, const float *xr, float *dst) {
+  for (int64_t ow = 0; ow < j->OW; ow++) {
+    const fbx__rs_tap *t = &j->tw[ow];
+    float a = xr[t->i0], b = xr[t->i1], w = t->w1;
+    dst[ow] = w == 0.f ? a : (1.f - w) * a + w * b;
+  }
+}
+
+static void fbx__rs2_task(void *arg, int64_t r0, int64_t r1, int worker) {
+  const fbx__rs2_job *j = arg;
+  const int64_t OH = j->OH, OW = j->OW, IS = j->IH * j->IW;
+  if (!j->linear) {
+    const uint32_t *x = j->x;
+    uint32_t *y = j->y;
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t p = r / OH, oh = r % OH;
+      uint32_t *yr = y + r * OW;
+      if (oh > 0 && r > r0 && j->th[oh].i0 == j->th[oh - 1].i0) {
+        memcpy(yr, yr - OW, (size_t)OW * sizeof(uint32_t));
+        continue;
+      }
+      const uint32_t *xr = x + p * IS + j->th[oh].i0 * j->IW;
+      for (int64_t ow = 0; ow < OW; ow++) yr[ow] = xr[j->tw[ow].i0];
+    }
+    return;
+  }
+  const float *x = j->x;
+  float *y = j->y;
+  float *h0 = j->rows + (size_t)worker * (size_t)(2 * OW), *h1 = h0 + OW;
+  int64_t k0 = -1, k1 = -1; /* flattened source rows (p*IH + ih) now in h0, h1 */
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t p = r / OH, oh = r % OH;
+    const fbx__rs_tap *t = &j->th[oh];
+    int64_t a = p * j->IH + t->i0, b = p * j->IH + t->i1;
+    if (a == k1 && a != k0) { /* slide: the old second row is the new first */
+      float *s = h0; h0 = h1; h1 = s;
+      k0 = k1; k1 = -1;
+    }
+    if (k0 != a) { fbx__rs2_hrow(j, x + a * j->IW, h0); k0 = a; }
+    float *yr = y + r * OW, w = t->w1;
+    if (w == 0.f) {
+      memcpy(yr, h0, (size_t)OW * sizeof(float));
+      continue;
+    }
+    if (k1 != b) { fbx__rs2_hrow(j, x + b * j->IW, h1); k1 = b; }
+    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = (1.f - w) * h0[ow] + w * h1[ow];
+  }
+}
+
 fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   fbx_tensor *y = &out[0];
@@ -44,7 +110,10 @@ fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
   bool has_roi = fbx_cpu_present(in, n_in, 1) && fbx_cpu_numel(&in[1]) == 2 * r;
   int64_t sum = 0;
   for (int d = 0; d < r; d++) sum += y->dims[d];
-  fbx__rs_tap *taps = fbx_cpu_scratch(c, (size_t)(sum + 1) * sizeof(fbx__rs_tap));
+  int64_t OW = r >= 1 ? y->dims[r - 1] : 1;
+  size_t tap_bytes = ((size_t)(sum + 1) * sizeof(fbx__rs_tap) + 63) / 64 * 64;
+  size_t row_bytes = (size_t)(2 * OW) * sizeof(float) * (size_t)(c->threads > 0 ? c->threads : 1);
+  fbx__rs_tap *taps = fbx_cpu_scratch(c, tap_bytes + row_bytes);
   if (!taps) return FBX_ERR_OOM();
   fbx__rs_tap *t[FBX_MAX_RANK];
   bool interp[FBX_MAX_RANK];
@@ -85,6 +154,23 @@ fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
   for (int d = 0; d < r; d++)
     if (interp[d] && mode == FBX_IR_RESIZE_LINEAR) id[nI++] = d;
   if (nI > 6) return FBX_ERR_NOTIMPL("RESIZE: linear over %d dims", nI);
+  /* fast path: outer dims are identities, last two change, no crop, 4-byte elements */
+  bool fast = r >= 2 && !crop && e == 4 && total > 0;
+  for (int d = 0; fast && d < r - 2; d++) {
+    if (mode == FBX_IR_RESIZE_LINEAR && interp[d]) fast = false;
+    for (int64_t i = 0; fast && i < y->dims[d]; i++) fast = x->dims[d] == y->dims[d] && t[d][i].i0 == i;
+  }
+  if (fast) {
+    int64_t IH = x->dims[r - 2], IW = x->dims[r - 1], OH = y->dims[r - 2];
+    fbx__rs2_job j = {.th = t[r - 2], .tw = t[r - 1], .x = x->data, .y = y->data,
+                      .rows = (float *)((unsigned char *)taps + tap_bytes), .IH = IH, .IW = IW, .OH = OH,
+                      .OW = OW, .linear = mode == FBX_IR_RESIZE_LINEAR};
+    info->variant = j.linear ? "resize_linear_rows" : "resize_nearest_rows";
+    int64_t nrows = total / OW;
+    int64_t grain = (32768 + OW - 1) / (OW ? OW : 1); /* ~128 KiB of output per chunk at least */
+    fbx_cpu_par(c, nrows, grain > 0 ? grain : 1, fbx__rs2_task, &j);
+    return NULL;
+  }
   info->variant = mode == FBX_IR_RESIZE_NEAREST ? "resize_nearest" : "resize_linear_separable";
   for (int64_t oi = 0; oi < total; oi++) {
     bool outside = false;

@@ -1,0 +1,40 @@
+/* CPU convolution, split by algorithm (one file each); this header is what
+ * they share: the geometry every algorithm reads, and their entry points.
+ *   cpu_conv.c           CONV: geometry, algorithm choice
+ *   cpu_conv_dw.c        depthwise (group == C == M); its AVX-512 plane kernel in
+ *                        cpu_conv_dw_avx512.c
+ *   cpu_conv_direct.c    2D direct: stride-phase planes + GEMM on per-tap offsets
+ *   cpu_conv_tiled.c     1x1 stride 1 and everything else (3D, negative pads): tiled im2col
+ *   cpu_conv_transpose.c CONV_TRANSPOSE
+ *   cpu_conv_gemm.c      the GEMM micro-kernel they call (fbx_cpu_conv_gemm*) */
+#ifndef FBX_BACKEND_CPU_CONV_H
+#define FBX_BACKEND_CPU_CONV_H
+
+#include "cpu_internal.h"
+
+/* Geometry normalised to 3 spatial dims (D, H, W); missing leading dims are 1. */
+typedef struct fbx_cpu_conv_geom {
+  int64_t N, C, M, G;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3]; /* pb: pad at the beginning */
+} fbx_cpu_conv_geom;
+
+/* Fills g from the node and its X, W, Y tensors (F32 only; checks the shapes
+ * against the one geometry of ir_geometry.c). */
+fbx_status *fbx_cpu_conv_geom_fill(const fbx_ir_node *node, const fbx_tensor *x, const fbx_tensor *w,
+                                   const fbx_tensor *y, fbx_cpu_conv_geom *g);
+
+/* The algorithms: each runs the whole CONV node (bias in[2], epilogue in[3..]). */
+fbx_status *fbx_cpu_conv_dw_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
+/* Depthwise 2D plane, AVX-512 (cpu_conv_dw_avx512.c; only when
+ * fbx_cpu_avx512_enabled()): xp zero-padded, row stride PW, at least
+ * (OH + 1) * sh + KH rows and (OW + 31) / 32 * 32 * sw + KW + 32 columns. */
+void fbx_cpu_conv_dw2_plane_avx512(const float *xp, int64_t PW, const float *w, int64_t KH, int64_t KW,
+                                   int64_t sh, int64_t sw, float bias, float *y, int64_t OH, int64_t OW);
+bool fbx_cpu_conv_direct_ok(const fbx_cpu_conv_geom *g);
+fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                    fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
+fbx_status *fbx_cpu_conv_tiled_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                   fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
+
+#endif
