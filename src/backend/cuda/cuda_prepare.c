@@ -3,7 +3,10 @@
  * Resize scales, Range bounds). fbx_cuda_read_small answers from the mirror
  * when the tensor is that constant, so such a kernel neither waits for the
  * stream nor blocks a graph capture. Inputs that are not constant are still
- * read from the device. */
+ * read from the device.
+ *
+ * MATMUL_NBITS has its own state instead (cuda_mnb.c: the weights uploaded
+ * once); fbx_cuda_node_bind tells the two kinds apart for run_node. */
 #include <string.h>
 
 #include "../../base/alloc.h"
@@ -18,8 +21,8 @@ struct fbx_cuda_mirror {
 
 fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                   const fbx_tensor *inputs, void **state) {
-  (void)be;
   *state = NULL;
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) return fbx_cuda_mnb_prepare(be, node, const_inputs, (fbx_cuda_mnb_state **)state);
   unsigned mask = fbx_ir_op_shape_data_inputs(node->op);
   if (!mask) return NULL;
   fbx_cuda_mirror *m = NULL;
@@ -38,8 +41,14 @@ fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, cons
 }
 
 void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state) {
-  (void)be, (void)node;
-  fbx_free(state);
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) fbx_cuda_mnb_release(be, state);
+  else fbx_free(state);
+}
+
+void fbx_cuda_node_bind(fbx_cuda_ctx *c, const fbx_ir_node *node, const void *state) {
+  const bool own = node && node->op == FBX_IR_OP_MATMUL_NBITS;
+  c->mirror = own ? NULL : state;
+  c->node_state = own ? state : NULL;
 }
 
 bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes) {
