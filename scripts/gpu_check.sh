@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh BUILD_DIR — the CUDA backend on a machine with an NVIDIA GPU.
 #
-#   1. nvidia-smi, then test_cuda_loader and test_cuda_ops (which must run, not skip);
-#   2. compute-sanitizer memcheck on test_cuda_ops (when compute-sanitizer is on PATH
+#   1. nvidia-smi, then test_cuda_loader, test_cuda_ops and test_cuda_genai (the decoder
+#      ops; these two must run, not skip);
+#   2. compute-sanitizer memcheck on test_cuda_ops and test_cuda_genai (when compute-sanitizer is on PATH
 #      or in /usr/local/cuda/bin; said when it is not);
 #   3. `fusebox check MODEL --ep-option device=cuda` (Fusebox on the GPU vs ORT's CPU EP)
 #      on the generated models and the PP-OCR models, compiled and eager (compile=off), and a
@@ -34,7 +35,9 @@ run_case() {
   timeout "${FBX_GPU_TIMEOUT:-600}" "$@" >"$log" 2>&1
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
-  if [ $rc -eq 0 ] && grep -q "SKIP" "$log" && [ "${name#test_cuda_ops}" != "$name" ]; then rc=99; fi
+  case $name in test_cuda_ops*|test_cuda_genai*) # these must run on the GPU, not skip
+    if [ $rc -eq 0 ] && grep -q "SKIP" "$log"; then rc=99; fi ;;
+  esac
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1)); printf 'PASS  %-64s %6d ms\n' "$name" "$ms"
   else
@@ -50,9 +53,12 @@ echo "== CUDA backend unit tests =="
 run_case "test_cuda_loader" "$BUILD/tests/test_cuda_loader"
 run_case "test_cuda_ops" "$BUILD/tests/test_cuda_ops"
 grep -h "ops run on cuda" "$LOG"/test_cuda_ops.log 2>/dev/null
+run_case "test_cuda_genai" "$BUILD/tests/test_cuda_genai"
 if [ -n "$CS" ]; then
   run_case "test_cuda_ops under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
     --leak-check full "$BUILD/tests/test_cuda_ops"
+  run_case "test_cuda_genai under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
+    --leak-check full "$BUILD/tests/test_cuda_genai"
 else
   echo "compute-sanitizer not found: memcheck not run"
 fi
