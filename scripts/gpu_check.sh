@@ -68,6 +68,7 @@ OCR=$ROOT/.deps/ocr/package/assets
 CASES=(
   "models/gen/decoder_tiny.onnx|"
   "models/gen/cnn_small.onnx|"
+  "models/gen/genai_tiny.onnx|"
   "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x224x224"
   "$OCR/ch_PP-OCRv4_rec_infer.onnx|--shape x=1x3x48x320"
   "$OCR/ch_ppocr_mobile_v2.0_cls_infer.onnx|--shape x=1x3x48x192"
@@ -93,7 +94,7 @@ if [ -f models/gen/decoder_small.onnx ]; then
   grep -hiE "tok/s|identical" "$LOG"/generate_decoder_small*.log | head -4 | sed 's/^/      /'
 fi
 if [ -n "$CS" ]; then
-  for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx; do
+  for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx models/gen/genai_tiny.onnx; do
     [ -f "$m" ] || continue
     run_case "check $(basename "$m" .onnx) device=cuda under memcheck" "$CS" --tool memcheck --error-exitcode 1 \
       "$BUILD/fusebox" check "$m" --ort "$ORT" --ep-option device=cuda
