@@ -185,7 +185,7 @@ typedef struct fbx_cuda_mnb_args {
   int a_vec;                   /* 1: A rows are 16-byte aligned (float4 loads) */
 } fbx_cuda_mnb_args;
 
-/* Small M: one warp per column, the weights dequantised in registers and
+/* Small M: one warp per 4 columns (2 for M > 4), the weights dequantised in registers and
  * shared by up to 8 rows of A per pass. */
 int fbx_cuda_launch_mnb_gemv(const fbx_cuda_mnb_args *a, cudaStream_t s);
 /* wf (nn, K) row-major = dequantised columns [n0, n0 + nn) (for a GEMM). */

@@ -153,9 +153,9 @@ fbx_status *fbx_cuda_k_mnb(FBX_CUDA_KERNEL_ARGS) {
   if (M == 0) return NULL;
   if (M <= FBX__MNB_GEMV_M) {
     info->variant = s->bits == 4 ? "mnb_int4_gemv_reg" : "mnb_int8_gemv_reg";
-    info->reason = lvl4 ? "M <= 16: dequantised in registers, one warp per column; accuracy_level 4 in float "
+    info->reason = lvl4 ? "M <= 16: dequantised in registers, one warp per 2-4 columns; accuracy_level 4 in float "
                           "(as ORT's CUDA EP)"
-                        : "M <= 16: dequantised in registers, one warp per column";
+                        : "M <= 16: dequantised in registers, one warp per 2-4 columns";
     return fbx_cuda_launched(fbx_cuda_launch_mnb_gemv(&a, c->stream), "MATMUL_NBITS");
   }
   /* prefill: chunks of columns dequantised to float, one cuBLASLt GEMM per chunk

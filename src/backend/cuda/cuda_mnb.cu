@@ -2,8 +2,8 @@
 // in registers, and the dequantisation of column chunks to float for the
 // large-M path (a cuBLASLt GEMM on the host side, cuda_mnb.c).
 //
-// GEMV: one warp per output column n; lane l loads the 16-byte chunks
-// l, l + 32, ... of the column (coalesced 512 bytes per warp step), i.e. 32
+// GEMV: one warp per group of NC output columns; lane l loads the 16-byte
+// chunks l, l + 32, ... of each column (coalesced 512 bytes per warp step), i.e. 32
 // (4-bit) or 16 (8-bit) consecutive k, as four 32-bit words of 8 resp. 4
 // values. A word never straddles a quantisation block (block_size >= 16), so
 // each word reads its block's scale and scale * zero point once (L1 hits
@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr int kWarps = 4;  // columns per block of the GEMV
+constexpr int kWarps = 4;  // warps per block of the GEMV
 
 // byte i (0..3) of x as an exact float
 __device__ __forceinline__ float byte_f(unsigned x, int i) {
@@ -44,64 +44,83 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// rows m0 .. m0 + MT - 1 (those < M) of column n; lanes of one warp
-template <int BITS, int MT>
-__device__ void gemv_col(const fbx_cuda_mnb_args &a, long long n, long long m0, int lane) {
+// rows m0 .. m0 + MT - 1 (those < M) of columns n0 .. n0 + NC - 1 (those < N),
+// lanes of one warp. A warp takes NC columns so that each value of A loaded
+// into registers (from L1) serves NC columns: with one column per warp the
+// A traffic (4 bytes per weight per row) would exceed L1's bandwidth before
+// the packed weights reach HBM's.
+template <int BITS, int MT, int NC>
+__device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0, int lane) {
   constexpr int VPW = BITS == 4 ? 8 : 4;  // values per 32-bit word
   const long long K = a.K, kb = a.kb, bs = a.block_size;
-  const uint4 *col = (const uint4 *)(a.w + n * a.col_stride);
-  const float *sc = a.scale + n * kb, *szp = a.sz + n * kb;
   const long long chunks = a.col_stride / 16;
-  float acc[MT];
+  float acc[NC][MT];
 #pragma unroll
-  for (int r = 0; r < MT; r++) acc[r] = 0.f;
-  for (long long c = lane; c < chunks; c += 32) {
-    uint4 q4 = __ldg(col + c);
-    unsigned words[4] = {q4.x, q4.y, q4.z, q4.w};
+  for (int c = 0; c < NC; c++)
+#pragma unroll
+    for (int r = 0; r < MT; r++) acc[c][r] = 0.f;
+  for (long long ch = lane; ch < chunks; ch += 32) {
+    unsigned words[NC][4];
+#pragma unroll
+    for (int c = 0; c < NC; c++) {  // all loads first: NC independent 16-byte requests in flight
+      uint4 q4 = make_uint4(0u, 0u, 0u, 0u);
+      if (n0 + c < a.N) q4 = __ldg((const uint4 *)(a.w + (n0 + c) * a.col_stride) + ch);
+      words[c][0] = q4.x, words[c][1] = q4.y, words[c][2] = q4.z, words[c][3] = q4.w;
+    }
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      const long long k0 = (c * 4 + j) * VPW;
+      const long long k0 = (ch * 4 + j) * VPW;
       if (k0 >= K) break;  // column padding (the rest of the chunk is padding too)
       const long long blk = k0 / bs;
-      float v[VPW];
-      word_vals<BITS>(words[j], __ldg(sc + blk), __ldg(szp + blk), v);
       const bool full = k0 + VPW <= K;
+      float x[MT][VPW];
 #pragma unroll
       for (int r = 0; r < MT; r++) {
-        if (m0 + r >= a.M) break;
         const float *ar = a.a + (m0 + r) * K + k0;
-        float x[VPW];
-        if (full && a.a_vec) {
-          const float4 *a4 = (const float4 *)ar;
+        if (m0 + r >= a.M) {
+#pragma unroll
+          for (int i = 0; i < VPW; i++) x[r][i] = 0.f;
+        } else if (full && a.a_vec) {
 #pragma unroll
           for (int i = 0; i < VPW / 4; i++) {
-            float4 t = __ldg(a4 + i);
-            x[4 * i] = t.x, x[4 * i + 1] = t.y, x[4 * i + 2] = t.z, x[4 * i + 3] = t.w;
+            float4 t = __ldg((const float4 *)ar + i);
+            x[r][4 * i] = t.x, x[r][4 * i + 1] = t.y, x[r][4 * i + 2] = t.z, x[r][4 * i + 3] = t.w;
           }
         } else {
 #pragma unroll
-          for (int i = 0; i < VPW; i++) x[i] = k0 + i < K ? __ldg(ar + i) : 0.f;
+          for (int i = 0; i < VPW; i++) x[r][i] = k0 + i < K ? __ldg(ar + i) : 0.f;
         }
+      }
 #pragma unroll
-        for (int i = 0; i < VPW; i++) acc[r] = fmaf(v[i], x[i], acc[r]);
+      for (int c = 0; c < NC; c++) {
+        if (n0 + c >= a.N) break;
+        float v[VPW];
+        word_vals<BITS>(words[c][j], __ldg(a.scale + (n0 + c) * kb + blk), __ldg(a.sz + (n0 + c) * kb + blk), v);
+#pragma unroll
+        for (int r = 0; r < MT; r++)
+#pragma unroll
+          for (int i = 0; i < VPW; i++) acc[c][r] = fmaf(v[i], x[r][i], acc[c][r]);
       }
     }
   }
-  const float b = a.bias ? __ldg(a.bias + n) : 0.f;
 #pragma unroll
-  for (int r = 0; r < MT; r++) {
-    float t = warp_sum(acc[r]);
-    if (lane == 0 && m0 + r < a.M) a.y[(m0 + r) * a.N + n] = t + b;
+  for (int c = 0; c < NC; c++) {
+    const float b = a.bias && n0 + c < a.N ? __ldg(a.bias + n0 + c) : 0.f;
+#pragma unroll
+    for (int r = 0; r < MT; r++) {
+      float t = warp_sum(acc[c][r]);
+      if (lane == 0 && m0 + r < a.M && n0 + c < a.N) a.y[(m0 + r) * a.N + n0 + c] = t + b;
+    }
   }
 }
 
-template <int BITS, int MT>
+template <int BITS, int MT, int NC>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const fbx_cuda_mnb_args a) {
   const int lane = threadIdx.x & 31;
-  const long long n = (long long)blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (n >= a.N) return;  // whole warps leave together (the shuffles stay full-warp)
+  const long long n0 = ((long long)blockIdx.x * kWarps + (threadIdx.x >> 5)) * NC;
+  if (n0 >= a.N) return;  // whole warps leave together (the shuffles stay full-warp)
   for (long long m0 = (long long)blockIdx.y * MT; m0 < a.M; m0 += (long long)gridDim.y * MT)
-    gemv_col<BITS, MT>(a, n, m0, lane);
+    gemv_cols<BITS, MT, NC>(a, n0, m0, lane);
 }
 
 // one thread per (column, 32-bit word): VPW floats of wf (nn, K)
@@ -123,16 +142,20 @@ __global__ void dequant_kernel(const fbx_cuda_mnb_args a, long long n0, long lon
   }
 }
 
+template <int BITS, int MT, int NC>
+void launch_mt(const fbx_cuda_mnb_args &a, unsigned gy, cudaStream_t s) {
+  const unsigned gx = (unsigned)((a.N + kWarps * NC - 1) / (kWarps * NC));
+  gemv_kernel<BITS, MT, NC><<<dim3(gx, gy), dim3(kWarps * 32), 0, s>>>(a);
+}
+
 template <int BITS>
 int launch_gemv(const fbx_cuda_mnb_args &a, cudaStream_t s) {
-  const unsigned gx = (unsigned)((a.N + kWarps - 1) / kWarps);
-  const dim3 block(kWarps * 32);
-  if (a.M == 1) gemv_kernel<BITS, 1><<<dim3(gx, 1), block, 0, s>>>(a);
-  else if (a.M == 2) gemv_kernel<BITS, 2><<<dim3(gx, 1), block, 0, s>>>(a);
-  else if (a.M <= 4) gemv_kernel<BITS, 4><<<dim3(gx, 1), block, 0, s>>>(a);
+  if (a.M == 1) launch_mt<BITS, 1, 4>(a, 1, s);
+  else if (a.M == 2) launch_mt<BITS, 2, 4>(a, 1, s);
+  else if (a.M <= 4) launch_mt<BITS, 4, 4>(a, 1, s);
   else {
     long long tiles = (a.M + 7) / 8;
-    gemv_kernel<BITS, 8><<<dim3(gx, (unsigned)(tiles > 65535 ? 65535 : tiles)), block, 0, s>>>(a);
+    launch_mt<BITS, 8, 2>(a, (unsigned)(tiles > 65535 ? 65535 : tiles), s);
   }
   return (int)cudaGetLastError();
 }
