@@ -23,7 +23,7 @@
 #include "backend/backend.h"
 #include "backend/backend_cuda.h"
 #include "common/check.h"
-#include "ir/ir_compiled.h"
+#include "ir/ir_shape.h"
 
 static fbx_backend *g_cpu, *g_cuda;
 static char g_lib[PATH_MAX + 32];
