@@ -271,6 +271,8 @@ static void test_mnb(void) {
   mnb_case(1, 4864, 896, 4, 32, 1, 0, true);   /* its down projection */
   mnb_case(4, 1024, 700, 8, 128, 0, 0, false);
   mnb_case(64, 896, 1000, 4, 64, 2, 0, true);  /* prefill: dequantised chunks + cuBLASLt */
+  mnb_case(17, 4096, 4200, 4, 128, 0, 0, true); /* two 4096-column chunks of 64 MiB scratch (the last partial) */
+  mnb_case(16, 256, 300, 8, 32, 1, 4, false);   /* the largest M of the GEMV (two tiles of 8 rows) */
   mnb_case(1, 20, 7, 4, 16, 1, 0, false);      /* K below one 16-byte chunk, odd column bytes */
 }
 
