@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh BUILD_DIR — the CUDA backend on a machine with an NVIDIA GPU.
 #
-#   1. nvidia-smi, then test_cuda_loader, test_cuda_nvrtc and test_cuda_ops (which must run, not
-#      skip), test_cuda_ops again with FUSEBOX_CUDA_NVRTC=off (the interpreter kernel);
-#   2. compute-sanitizer memcheck on test_cuda_ops (when compute-sanitizer is on PATH
+#   1. nvidia-smi, then test_cuda_loader, test_cuda_nvrtc, test_cuda_ops and test_cuda_genai (the
+#      decoder ops) (which must run, not skip), test_cuda_ops again with FUSEBOX_CUDA_NVRTC=off
+#      (the interpreter kernel);
+#   2. compute-sanitizer memcheck on test_cuda_ops and test_cuda_genai (when compute-sanitizer is on PATH
 #      or in /usr/local/cuda/bin; said when it is not);
 #   3. the ONNX backend node suite through Fusebox with device=cuda (tests/conformance: no claimed
 #      case may be wrong; its report is left in the log folder as REPORT_cuda.md);
@@ -42,7 +43,7 @@ run_case() {
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
   # on a GPU machine these must run, not skip
-  case "$name" in test_cuda_ops* | test_cuda_nvrtc* | test_e2e_gpu_device*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
+  case "$name" in test_cuda_ops* | test_cuda_nvrtc* | test_cuda_genai* | test_e2e_gpu_device*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1)); printf 'PASS  %-64s %6d ms\n' "$name" "$ms"
   else
@@ -61,9 +62,12 @@ run_case "test_cuda_ops" "$BUILD/tests/test_cuda_ops"
 grep -h "ops run on cuda" "$LOG"/test_cuda_ops.log 2>/dev/null
 # the interpreter kernel too: the fused programs run on it where NVRTC cannot make a kernel
 run_case "test_cuda_ops (FUSEBOX_CUDA_NVRTC=off: the interpreter)" env FUSEBOX_CUDA_NVRTC=off "$BUILD/tests/test_cuda_ops"
+run_case "test_cuda_genai" "$BUILD/tests/test_cuda_genai"
 if [ -n "$CS" ]; then
   run_case "test_cuda_ops under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
     --leak-check full "$BUILD/tests/test_cuda_ops"
+  run_case "test_cuda_genai under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
+    --leak-check full "$BUILD/tests/test_cuda_genai"
 else
   echo "compute-sanitizer not found: memcheck not run"
 fi
@@ -91,6 +95,7 @@ OCR=$ROOT/.deps/ocr/package/assets
 CASES=(
   "models/gen/decoder_tiny.onnx|"
   "models/gen/cnn_small.onnx|"
+  "models/gen/genai_tiny.onnx|"
   "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x224x224"
   "$OCR/ch_PP-OCRv4_rec_infer.onnx|--shape x=1x3x48x320"
   "$OCR/ch_ppocr_mobile_v2.0_cls_infer.onnx|--shape x=1x3x48x192"
@@ -119,7 +124,7 @@ if [ -f models/gen/decoder_small.onnx ]; then
   grep -hiE "tok/s|identical" "$LOG"/generate_decoder_small*.log | head -4 | sed 's/^/      /'
 fi
 if [ -n "$CS" ]; then
-  for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx; do
+  for m in models/gen/decoder_tiny.onnx models/gen/cnn_small.onnx models/gen/genai_tiny.onnx; do
     [ -f "$m" ] || continue
     run_case "check $(basename "$m" .onnx) device=cuda under memcheck" "$CS" --tool memcheck --error-exitcode 1 \
       "$BUILD/fusebox" check "$m" --ort "$ORT" --ep-option device=cuda

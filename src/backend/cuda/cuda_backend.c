@@ -201,9 +201,9 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
   if (!fbx_cuda_supports(be, node, inputs, n_inputs, why, sizeof why)) return FBX_ERR_NOTIMPL("%s", why);
   fbx_cuda_lock(c); /* waits out another thread's capture */
   cudaSetDevice(c->device);
-  c->mirror = state; /* node_prepare's state: host copies of constant shape data */
+  fbx_cuda_node_bind(c, node, state); /* node_prepare's state: constant shape data, or an op's own */
   fbx_status *st = fbx_cuda_op(node->op)->run(c, node, inputs, n_inputs, outputs, n_outputs, info);
-  c->mirror = NULL;
+  fbx_cuda_node_bind(c, NULL, NULL);
   pthread_mutex_unlock(&c->lock);
   return st;
 }
@@ -216,9 +216,14 @@ static fbx_status *fbx__cuda_synchronize(fbx_backend *be) {
                                   "read error flag");
   if (!st) st = fbx_cuda_check(cudaStreamSynchronize(c->stream), "synchronize");
   if (!st && *c->err_host) {
+    int code = *c->err_host;
     *c->err_host = 0;
     cudaMemsetAsync(c->err_flag, 0, sizeof(int), c->stream);
-    st = FBX_ERR_ARG("device 'cuda': GATHER: index out of range");
+    st = code == FBX_CUDA_ERR_GQA
+             ? FBX_ERR_ARG("device 'cuda': GQA: seqlens_k / total_sequence_length do not fit the sequence, the "
+                           "past or present cache, or the cos/sin cache")
+         : code == FBX_CUDA_ERR_ROPE ? FBX_ERR_ARG("device 'cuda': ROTARY: position outside the cos/sin cache")
+                                     : FBX_ERR_ARG("device 'cuda': GATHER: index out of range");
   }
   pthread_mutex_unlock(&c->lock);
   return st;

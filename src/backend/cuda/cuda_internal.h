@@ -46,6 +46,7 @@ typedef struct fbx_cuda_ctx {
   struct fbx_cuda_gemm_plan *gemm_plans; /* cuda_matmul.c: descriptors + algorithm per GEMM shape */
   int n_gemm_plans, next_gemm_plan;
   const struct fbx_cuda_mirror *mirror; /* cuda_prepare.c: the running node's constant shape data (or NULL) */
+  const void *node_state;     /* the running node's prepared state for ops that have one (MATMUL_NBITS) */
   struct fbx_backend_graph *capture; /* cuda_graph.c: the graph being captured, or NULL */
   pthread_t capturer;         /* the thread whose work the capture records */
   pthread_cond_t capture_done;/* other threads wait on it (with lock) while a capture is open */
@@ -101,6 +102,8 @@ typedef struct fbx_cuda_mirror fbx_cuda_mirror;
 fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                   const fbx_tensor *inputs, void **state);
 void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state);
+/* Makes node's prepared state (or NULL) the running node's: c->mirror or c->node_state. */
+void fbx_cuda_node_bind(fbx_cuda_ctx *c, const fbx_ir_node *node, const void *state);
 /* Copies t's host mirror into dst when t is a mirrored constant of bytes bytes. */
 bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes);
 /* A MATMUL's constant 2-D B (K, N), transposed to (N, K) at node_prepare for the
@@ -166,5 +169,20 @@ fbx_status *fbx_cuda_k_pool(FBX_CUDA_KERNEL_ARGS);         /* MAXPOOL, AVGPOOL, 
 fbx_status *fbx_cuda_k_global_pool(FBX_CUDA_KERNEL_ARGS);  /* GLOBAL_AVGPOOL, GLOBAL_MAXPOOL */
 fbx_status *fbx_cuda_k_resize(FBX_CUDA_KERNEL_ARGS);
 bool fbx_cuda_s_resize(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+
+/* ---- decoder ops (com.microsoft): cuda_mnb.c, cuda_attention.c, cuda_skipnorm.c ---- */
+typedef struct fbx_cuda_mnb_state fbx_cuda_mnb_state;
+/* Uploads B / scales / zero points (constants) for the GEMV; *out NULL when they are not constant. */
+fbx_status *fbx_cuda_mnb_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                 fbx_cuda_mnb_state **out);
+void fbx_cuda_mnb_release(fbx_backend *be, fbx_cuda_mnb_state *s);
+fbx_status *fbx_cuda_k_mnb(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_mnb(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_gqa(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_rope(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_rope(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+fbx_status *fbx_cuda_k_skipnorm(FBX_CUDA_KERNEL_ARGS);
+bool fbx_cuda_s_skipnorm(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
 
 #endif

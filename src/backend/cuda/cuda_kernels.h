@@ -182,6 +182,100 @@ typedef struct fbx_cuda_resize_args {
 
 int fbx_cuda_launch_resize(const fbx_cuda_resize_args *a, cudaStream_t s);
 
+/* ---- decoder ops (com.microsoft): MatMulNBits (cuda_mnb.cu), GQA and
+ * RotaryEmbedding (cuda_attention.cu), skip + RMS/LayerNorm (cuda_skipnorm.cu).
+ * Device-side validation failures (a seqlens_k or position outside the cache)
+ * store a code into *err_flag (FBX_CUDA_ERR_*), reported at synchronize. */
+#define FBX_CUDA_ERR_GATHER 1    /* GATHER: index out of range */
+#define FBX_CUDA_ERR_GQA 2       /* GQA: seqlens_k / total_sequence_length do not fit the cache or cos/sin */
+#define FBX_CUDA_ERR_ROPE 3      /* ROTARY: position_ids outside the cos/sin cache */
+
+/* Y (M, N) = A (M, K) @ dequant(W)^T (+ bias). W column n: ORT's packing
+ * (4-bit: value 2i in the low nibble of byte i, 2i + 1 in the high one;
+ * 8-bit: one byte each), kb blocks of block_size values, the column padded
+ * with zeros to col_stride bytes (a multiple of 16: one uint4 load per lane).
+ * w = q * scale - sz, sz = scale * zero point, per (n, block). */
+typedef struct fbx_cuda_mnb_args {
+  const float *a;              /* (M, K) */
+  const uint8_t *w;            /* (N, col_stride) */
+  const float *scale, *sz;     /* (N, kb) */
+  const float *bias;           /* (N) or NULL */
+  float *y;                    /* (M, N) */
+  int64_t M, N, K, kb, col_stride;
+  int bits, block_size;
+  int a_vec;                   /* 1: A rows are 16-byte aligned (float4 loads) */
+} fbx_cuda_mnb_args;
+
+/* Small M: one warp per 4 columns (2 for M > 4), the weights dequantised in registers and
+ * shared by up to 8 rows of A per pass. */
+int fbx_cuda_launch_mnb_gemv(const fbx_cuda_mnb_args *a, cudaStream_t s);
+/* wf (nn, K) row-major = dequantised columns [n0, n0 + nn) (for a GEMM). */
+int fbx_cuda_launch_mnb_dequant(const fbx_cuda_mnb_args *a, int64_t n0, int64_t nn, float *wf, cudaStream_t s);
+
+/* SKIP_NORM rows x h: s = x (+ skip[(r*h + i) % skip_n]) (+ bias); RMSNorm
+ * (simplified) y = s / sqrt(mean(s^2) + eps) * gamma, LayerNorm
+ * y = (s - mean) / sqrt(mean(s^2) - mean^2 + eps) * gamma (+ beta);
+ * sum (rows, h) = s and inv (rows) = 1 / sqrt(...) when non-NULL. */
+typedef struct fbx_cuda_skipnorm_args {
+  const float *x, *skip, *gamma, *beta, *bias;
+  float *y, *sum, *inv;
+  int64_t rows, h, skip_n;
+  float eps;
+  int simplified;
+} fbx_cuda_skipnorm_args;
+
+int fbx_cuda_launch_skipnorm(const fbx_cuda_skipnorm_args *a, cudaStream_t s);
+
+/* ROTARY: x (B, S, N*H) (bnsh 0) or (B, N, S, H) (bnsh 1); position of token
+ * (b, s) = pos[b*S + s], or pos[0] + s when n_pos == 1; cos/sin (max_pos,
+ * half_cache); pairs over the first rot dims (interleaved (2i, 2i+1) or
+ * half-split (i, i + rot/2)), dims >= rot copied. */
+typedef struct fbx_cuda_rope_args {
+  const float *x;
+  float *y;
+  const int64_t *pos;
+  int64_t n_pos;
+  const float *cs, *sn;
+  int64_t half_cache, max_pos;
+  int64_t B, S, N, H, rot;
+  int bnsh, interleaved;
+  int *err_flag;
+} fbx_cuda_rope_args;
+
+int fbx_cuda_launch_rope(const fbx_cuda_rope_args *a, cudaStream_t s);
+
+/* GQA (ORT's GroupQueryAttention, causal). Per batch entry b, read on the
+ * device: total_b = seqlens[b] + 1; past_b = 0 on the first prompt
+ * (S == *total), else total_b - S. The new (rotated) keys and values go to
+ * present rows [past_b, past_b + S); unless shared (past and present are the
+ * same buffers), present rows [0, past_b) are copied from past and the rest
+ * zeroed. Query s attends to keys [0, min(past_b + s + 1, total_b)).
+ * The attention runs one block per (b, kv group, query row, key split of
+ * split_len keys): every head of the group against each key row; with
+ * n_split > 1, partials (max, sum, o) go to part and a second kernel combines. */
+typedef struct fbx_cuda_gqa_args {
+  const float *q;              /* (B, S, q_row): the query, or packed q|k|v */
+  const float *k, *v;          /* (B, S, kv_row), or q (packed: at k_off / v_off inside a token) */
+  int64_t q_row, kv_row, k_off, v_off;
+  const float *past_k, *past_v;/* (B, kvh, P, H) or NULL (P = 0) */
+  float *pk, *pv;              /* present (B, kvh, L, H) */
+  float *out;                  /* (B, S, nh*H) */
+  const int32_t *seqlens;      /* (B) */
+  const int32_t *total;        /* scalar */
+  const float *cs, *sn;        /* (max_pos, rot/2) or NULL (no rotary) */
+  int64_t rot, max_pos;
+  int64_t B, S, nh, kvh, H, L, P;
+  float scale, softcap;
+  int interleaved, shared;
+  int split_len, n_split;
+  float *part;                 /* (B, S, nh, n_split, H + 2) when n_split > 1 */
+  int *err_flag;
+} fbx_cuda_gqa_args;
+
+/* Dynamic shared memory (bytes) one attention block needs. */
+size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len);
+int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

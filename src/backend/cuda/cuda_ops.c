@@ -29,6 +29,10 @@ FBX__E(k_conv_transpose, fbx_cuda_k_conv_transpose, fbx_cuda_s_conv);
 FBX__E(k_pool, fbx_cuda_k_pool, fbx_cuda_s_conv);
 FBX__E(k_resize, fbx_cuda_k_resize, fbx_cuda_s_resize);
 FBX__E(k_global_pool, fbx_cuda_k_global_pool, fbx_cuda_s_f32);
+FBX__E(k_mnb, fbx_cuda_k_mnb, fbx_cuda_s_mnb);
+FBX__E(k_gqa, fbx_cuda_k_gqa, fbx_cuda_s_gqa);
+FBX__E(k_rope, fbx_cuda_k_rope, fbx_cuda_s_rope);
+FBX__E(k_skipnorm, fbx_cuda_k_skipnorm, fbx_cuda_s_skipnorm);
 #undef FBX__E
 
 const fbx_cuda_op_entry *fbx_cuda_op(fbx_ir_op op) {
@@ -58,6 +62,10 @@ const fbx_cuda_op_entry *fbx_cuda_op(fbx_ir_op op) {
     case FBX_IR_OP_RESIZE: return &k_resize;
     case FBX_IR_OP_MAXPOOL: case FBX_IR_OP_AVGPOOL: case FBX_IR_OP_LPPOOL: return &k_pool;
     case FBX_IR_OP_GLOBAL_AVGPOOL: case FBX_IR_OP_GLOBAL_MAXPOOL: return &k_global_pool;
+    case FBX_IR_OP_MATMUL_NBITS: return &k_mnb;
+    case FBX_IR_OP_GQA: return &k_gqa;
+    case FBX_IR_OP_ROTARY: return &k_rope;
+    case FBX_IR_OP_SKIP_NORM: return &k_skipnorm;
     default: break;
   }
   int cls = (unsigned)op < FBX_IR_OP_COUNT ? fbx_ir_op_class(op) : FBX_IR_CLASS_OTHER;

@@ -9,7 +9,9 @@
  *    (N, K) in device memory, so the M = 1 GEMV (cuda_gemv.cu) reads each
  *    output's weights as one contiguous row. It costs a second copy of the
  *    weight on the device (the compiled object keeps the original, which
- *    the M > 1 GEMMs read). */
+ *    the M > 1 GEMMs read). *
+ * MATMUL_NBITS has its own state instead (cuda_mnb.c: the weights uploaded
+ * once); fbx_cuda_node_bind tells the two kinds apart for run_node. */
 #include <string.h>
 
 #include "../../base/alloc.h"
@@ -62,6 +64,7 @@ static fbx_status *fbx__prepare_bt(fbx_backend *be, const fbx_ir_node *node, con
 fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                   const fbx_tensor *inputs, void **state) {
   *state = NULL;
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) return fbx_cuda_mnb_prepare(be, node, const_inputs, (fbx_cuda_mnb_state **)state);
   fbx_cuda_mirror *m = NULL;
   if (node->op == FBX_IR_OP_MATMUL && node->n_inputs >= 2 && const_inputs[1]) {
     FBX_TRY(fbx__prepare_bt(be, node, const_inputs[1], &inputs[1], &m));
@@ -85,7 +88,10 @@ fbx_status *fbx_cuda_node_prepare(fbx_backend *be, const fbx_ir_node *node, cons
 }
 
 void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state) {
-  (void)node;
+  if (node->op == FBX_IR_OP_MATMUL_NBITS) {
+    fbx_cuda_mnb_release(be, state);
+    return;
+  }
   fbx_cuda_mirror *m = state;
   if (m && m->bt) be->vt->buffer_free(be, m->bt); /* the executor releases after a synchronize */
   fbx_free(m);
@@ -93,6 +99,12 @@ void fbx_cuda_node_release(fbx_backend *be, const fbx_ir_node *node, void *state
 
 const float *fbx_cuda_mirror_bt(const fbx_cuda_mirror *m, const void *b, int64_t K, int64_t N) {
   return m && m->bt && m->b_dev == b && m->bk == K && m->bn == N ? m->bt : NULL;
+}
+
+void fbx_cuda_node_bind(fbx_cuda_ctx *c, const fbx_ir_node *node, const void *state) {
+  const bool own = node && node->op == FBX_IR_OP_MATMUL_NBITS;
+  c->mirror = own ? NULL : state;
+  c->node_state = own ? state : NULL;
 }
 
 bool fbx_cuda_mirror_read(const fbx_cuda_mirror *m, const fbx_tensor *t, void *dst, size_t bytes) {

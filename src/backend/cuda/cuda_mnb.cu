@@ -1,0 +1,180 @@
+// MatMulNBits kernels: the small-M GEMV that dequantises 4- or 8-bit weights
+// in registers, and the dequantisation of column chunks to float for the
+// large-M path (a cuBLASLt GEMM on the host side, cuda_mnb.c).
+//
+// GEMV: one warp per group of NC output columns; lane l loads the 16-byte
+// chunks l, l + 32, ... of each column (coalesced 512 bytes per warp step), i.e. 32
+// (4-bit) or 16 (8-bit) consecutive k, as four 32-bit words of 8 resp. 4
+// values. A word never straddles a quantisation block (block_size >= 16), so
+// each word reads its block's scale and scale * zero point once (L1 hits
+// for the other words of the block). A value becomes a float without the
+// int-to-float unit: byte_perm places the byte under the exponent of 2^23
+// (0x4B0000xx = 2^23 + q, exact) and one subtraction removes 2^23. The
+// dequantised weight w = q * s - s * z (one FMA) is shared by MT rows of A.
+#include "cuda_kernels.h"
+
+namespace {
+
+constexpr int kWarps = 4;  // warps per block of the GEMV
+
+// byte i (0..3) of x as an exact float
+__device__ __forceinline__ float byte_f(unsigned x, int i) {
+  return __uint_as_float(__byte_perm(x, 0x4B000000u, 0x7440u + (unsigned)i)) - 8388608.0f;
+}
+
+// 8 (4-bit) or 4 (8-bit) dequantised weights of word wd, values k0.. of its block
+template <int BITS>
+__device__ __forceinline__ void word_vals(unsigned wd, float s, float sz, float *v) {
+  if (BITS == 4) {
+    unsigned lo = wd & 0x0F0F0F0Fu, hi = (wd >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+    for (int b = 0; b < 4; b++) {
+      v[2 * b] = fmaf(byte_f(lo, b), s, -sz);
+      v[2 * b + 1] = fmaf(byte_f(hi, b), s, -sz);
+    }
+  } else {
+#pragma unroll
+    for (int b = 0; b < 4; b++) v[b] = fmaf(byte_f(wd, b), s, -sz);
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// rows m0 .. m0 + MT - 1 (those < M) of columns n0 .. n0 + NC - 1 (those < N),
+// lanes of one warp. A warp takes NC columns so that each value of A loaded
+// into registers (from L1) serves NC columns: with one column per warp the
+// A traffic (4 bytes per weight per row) would exceed L1's bandwidth before
+// the packed weights reach HBM's.
+template <int BITS, int MT, int NC>
+__device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0, int lane) {
+  constexpr int VPW = BITS == 4 ? 8 : 4;  // values per 32-bit word
+  const long long K = a.K, kb = a.kb, bs = a.block_size;
+  const long long chunks = a.col_stride / 16;
+  float acc[NC][MT];
+#pragma unroll
+  for (int c = 0; c < NC; c++)
+#pragma unroll
+    for (int r = 0; r < MT; r++) acc[c][r] = 0.f;
+  for (long long ch = lane; ch < chunks; ch += 32) {
+    unsigned words[NC][4];
+#pragma unroll
+    for (int c = 0; c < NC; c++) {  // all loads first: NC independent 16-byte requests in flight
+      uint4 q4 = make_uint4(0u, 0u, 0u, 0u);
+      if (n0 + c < a.N) q4 = __ldg((const uint4 *)(a.w + (n0 + c) * a.col_stride) + ch);
+      words[c][0] = q4.x, words[c][1] = q4.y, words[c][2] = q4.z, words[c][3] = q4.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const long long k0 = (ch * 4 + j) * VPW;
+      if (k0 >= K) break;  // column padding (the rest of the chunk is padding too)
+      const long long blk = k0 / bs;
+      const bool full = k0 + VPW <= K;
+      float x[MT][VPW];
+#pragma unroll
+      for (int r = 0; r < MT; r++) {
+        const float *ar = a.a + (m0 + r) * K + k0;
+        if (m0 + r >= a.M) {
+#pragma unroll
+          for (int i = 0; i < VPW; i++) x[r][i] = 0.f;
+        } else if (full && a.a_vec) {
+#pragma unroll
+          for (int i = 0; i < VPW / 4; i++) {
+            float4 t = __ldg((const float4 *)ar + i);
+            x[r][4 * i] = t.x, x[r][4 * i + 1] = t.y, x[r][4 * i + 2] = t.z, x[r][4 * i + 3] = t.w;
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < VPW; i++) x[r][i] = k0 + i < K ? __ldg(ar + i) : 0.f;
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < NC; c++) {
+        if (n0 + c >= a.N) break;
+        float v[VPW];
+        word_vals<BITS>(words[c][j], __ldg(a.scale + (n0 + c) * kb + blk), __ldg(a.sz + (n0 + c) * kb + blk), v);
+#pragma unroll
+        for (int r = 0; r < MT; r++)
+#pragma unroll
+          for (int i = 0; i < VPW; i++) acc[c][r] = fmaf(v[i], x[r][i], acc[c][r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < NC; c++) {
+    const float b = a.bias && n0 + c < a.N ? __ldg(a.bias + n0 + c) : 0.f;
+#pragma unroll
+    for (int r = 0; r < MT; r++) {
+      float t = warp_sum(acc[c][r]);
+      if (lane == 0 && m0 + r < a.M && n0 + c < a.N) a.y[(m0 + r) * a.N + n0 + c] = t + b;
+    }
+  }
+}
+
+template <int BITS, int MT, int NC>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const fbx_cuda_mnb_args a) {
+  const int lane = threadIdx.x & 31;
+  const long long n0 = ((long long)blockIdx.x * kWarps + (threadIdx.x >> 5)) * NC;
+  if (n0 >= a.N) return;  // whole warps leave together (the shuffles stay full-warp)
+  for (long long m0 = (long long)blockIdx.y * MT; m0 < a.M; m0 += (long long)gridDim.y * MT)
+    gemv_cols<BITS, MT, NC>(a, n0, m0, lane);
+}
+
+// one thread per (column, 32-bit word): VPW floats of wf (nn, K)
+template <int BITS>
+__global__ void dequant_kernel(const fbx_cuda_mnb_args a, long long n0, long long nn, float *wf) {
+  constexpr int VPW = BITS == 4 ? 8 : 4;
+  const long long wpc = (a.K + VPW - 1) / VPW;  // words per column that hold values < K
+  const long long total = nn * wpc;
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
+       t += (long long)gridDim.x * blockDim.x) {
+    const long long i = t / wpc, wi = t % wpc, n = n0 + i, k0 = wi * VPW, blk = k0 / a.block_size;
+    const unsigned wd = __ldg((const unsigned *)(a.w + n * a.col_stride) + wi);
+    float v[VPW];
+    word_vals<BITS>(wd, __ldg(a.scale + n * a.kb + blk), __ldg(a.sz + n * a.kb + blk), v);
+    float *d = wf + i * a.K + k0;
+#pragma unroll
+    for (int j = 0; j < VPW; j++)
+      if (k0 + j < a.K) d[j] = v[j];
+  }
+}
+
+template <int BITS, int MT, int NC>
+void launch_mt(const fbx_cuda_mnb_args &a, unsigned gy, cudaStream_t s) {
+  const unsigned gx = (unsigned)((a.N + kWarps * NC - 1) / (kWarps * NC));
+  gemv_kernel<BITS, MT, NC><<<dim3(gx, gy), dim3(kWarps * 32), 0, s>>>(a);
+}
+
+template <int BITS>
+int launch_gemv(const fbx_cuda_mnb_args &a, cudaStream_t s) {
+  if (a.M == 1) launch_mt<BITS, 1, 4>(a, 1, s);
+  else if (a.M == 2) launch_mt<BITS, 2, 4>(a, 1, s);
+  else if (a.M <= 4) launch_mt<BITS, 4, 4>(a, 1, s);
+  else {
+    long long tiles = (a.M + 7) / 8;
+    launch_mt<BITS, 8, 2>(a, (unsigned)(tiles > 65535 ? 65535 : tiles), s);
+  }
+  return (int)cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" int fbx_cuda_launch_mnb_gemv(const fbx_cuda_mnb_args *a, cudaStream_t s) {
+  if (a->M <= 0 || a->N <= 0) return 0;
+  if (a->N / kWarps >= 2147483647LL) return (int)cudaErrorInvalidValue;
+  return a->bits == 4 ? launch_gemv<4>(*a, s) : launch_gemv<8>(*a, s);
+}
+
+extern "C" int fbx_cuda_launch_mnb_dequant(const fbx_cuda_mnb_args *a, int64_t n0, int64_t nn, float *wf,
+                                           cudaStream_t s) {
+  if (nn <= 0) return 0;
+  const long long vpw = a->bits == 4 ? 8 : 4, total = nn * ((a->K + vpw - 1) / vpw);
+  long long blocks = (total + 255) / 256;
+  const unsigned g = (unsigned)(blocks > 65535LL * 16 ? 65535LL * 16 : blocks);
+  if (a->bits == 4) dequant_kernel<4><<<g, 256, 0, s>>>(*a, n0, nn, wf);
+  else dequant_kernel<8><<<g, 256, 0, s>>>(*a, n0, nn, wf);
+  return (int)cudaGetLastError();
+}
