@@ -135,6 +135,11 @@ void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const
 /* Pack row r of B (width contiguous floats at src) into bpk. */
 void fbx_cpu_conv_pack_row(float *bpk, int64_t K, int64_t r, const float *src, int64_t width);
 
+/* The elementwise kernels' float32 Sigmoid and Tanh over n floats (cpu_ew.c;
+ * a == o allowed), for kernels that apply them inside (the recurrent cells). */
+void fbx_cpu_sigmoid_f32(const float *a, float *o, int64_t n);
+void fbx_cpu_tanh_f32(const float *a, float *o, int64_t n);
+
 /* ---- shared helpers (cpu_util.c) ---- */
 int64_t fbx_cpu_numel(const fbx_tensor *t);
 /* Row-major strides of t in elements. */
