@@ -156,22 +156,40 @@ static void run_case(const char *name, const rcase *c) {
     for (int k = 0; k < npd; k++)
       p.rnn.act[d * npd + k] = c->act[k], p.rnn.act_alpha[d * npd + k] = c->al[k], p.rnn.act_beta[d * npd + k] = c->be[k];
   int n_in = lstm ? 8 : 6, n_out = lstm ? 3 : 2;
-  run_ok(name, c->op, &p, in, n_in, out, n_out);
+  for (int pass = 0; pass < 2; pass++) {
+  /* pass 0: W, R read in place (no state); pass 1: packed once by node_prepare as constants */
+  void *state = NULL;
+  if (pass == 1) {
+    const fbx_tensor *cins[8] = {NULL, &in[1], &in[2]};
+    fbx_ir_node nd = {.op = c->op, .n_inputs = n_in, .n_outputs = n_out, .params = p};
+    fbx_status *st = g_be->vt->node_prepare(g_be, &nd, cins, in, &state);
+    check(st == NULL && state != NULL, "%s: node_prepare: %s", name, st ? fbx_status_message(st) : "no state");
+    fbx_status_free(st);
+    for (int64_t i = 0; i < fbx_tensor_numel(&out[0]); i++) F(&out[0])[i] = 12345.f;
+  }
+  fbx_status *st = run_node(c->op, &p, in, n_in, out, n_out, state);
+  check(st == NULL, "%s: run failed: %s", name, st ? fbx_status_message(st) : "");
+  fbx_status_free(st);
+  if (state) {
+    fbx_ir_node nd = {.op = c->op};
+    g_be->vt->node_release(g_be, &nd, state);
+  }
   int64_t ny = fbx_tensor_numel(&out[0]), nh = fbx_tensor_numel(&out[1]);
   double *Y = calloc((size_t)ny, sizeof(double)), *Yh = calloc((size_t)nh, sizeof(double));
   double *Yc = lstm ? calloc((size_t)nh, sizeof(double)) : NULL;
   reference(c, F(&in[0]), F(&in[1]), F(&in[2]), c->bias ? F(&in[3]) : NULL, c->lens ? in[4].data : NULL,
             c->init ? F(&in[5]) : NULL, c->init && lstm ? F(&in[6]) : NULL, c->peep ? F(&in[7]) : NULL, Y, Yh, Yc);
   char what[160];
-  snprintf(what, sizeof what, "%s Y", name);
+  snprintf(what, sizeof what, "%s%s Y", name, pass ? " packed" : "");
   fclose_arr(F(&out[0]), Y, ny, 2e-5, what);
-  snprintf(what, sizeof what, "%s Y_h", name);
+  snprintf(what, sizeof what, "%s%s Y_h", name, pass ? " packed" : "");
   fclose_arr(F(&out[1]), Yh, nh, 2e-5, what);
   if (lstm) {
-    snprintf(what, sizeof what, "%s Y_c", name);
+    snprintf(what, sizeof what, "%s%s Y_c", name, pass ? " packed" : "");
     fclose_arr(F(&out[2]), Yc, nh, 2e-5, what);
   }
   free(Y), free(Yh), free(Yc);
+  }
   for (int i = 0; i < 8; i++) tfree(&in[i]);
   for (int i = 0; i < 3; i++) tfree(&out[i]);
 }

@@ -5,6 +5,8 @@
  *                                stride-phase planes, then our 6x16 AVX2 GEMM
  *                                reads B at per-tap offsets (no im2col),
  *                                parallel over output-row tiles (x channel blocks)
+ *   <= 16 output positions     : columns built transposed, dot products of
+ *                                contiguous weight rows (fbx__scv_*)
  *   1x1 stride 1 pad 0, 3D     : per tile of output positions, X (or im2col)
  *                                packed into 16-wide panels + the same GEMM
  *                                (cpu_conv_gemm.c), parallel over tiles
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_simd.h"
 
 /* Geometry normalised to 3 spatial dims (D, H, W). */
 typedef struct fbx__cv_geom {
@@ -481,6 +484,104 @@ static fbx_status *fbx__dcv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
  * (stays in the 2 MiB L2 while every 6-row block of W streams over it); a
  * multiple of 16. */
 #define FBX__CV_PACK_BYTES (512 * 1024)
+/* ---- few output positions (OS <= 16 per image: the 1-D convs of streaming
+ * audio models on one chunk, deep layers of tiny maps): the GEMM kernels
+ * vectorise over output positions and would run 16-wide panels mostly
+ * empty. Instead the columns are built transposed, colT (OS, K), and every
+ * output channel m takes OS dot products of its contiguous weight row W[m, :]
+ * with the colT rows (4 at a time, AVX2), parallel over channels. ---- */
+#define FBX__SCV_MAX_OS 16
+typedef struct fbx__scv_job {
+  const float *w, *bias, *colT; /* (Mg, K), (Mg) or NULL, (OS, K) */
+  float *y;                     /* (Mg, OS) */
+  int64_t K, OS;
+  fbx_cpu_epi *epi;
+  int64_t ybase;
+} fbx__scv_job;
+
+static void fbx__scv_task(void *arg, int64_t m0, int64_t m1, int worker) {
+  const fbx__scv_job *j = arg;
+  const int64_t K = j->K, OS = j->OS;
+  for (int64_t m = m0; m < m1; m++) {
+    const float *wr = j->w + m * K;
+    const float bias = j->bias ? j->bias[m] : 0.f;
+    float *yr = j->y + m * OS;
+    int64_t p = 0;
+    for (; p + 4 <= OS; p += 4) {
+      const float *c0 = j->colT + p * K, *c1 = c0 + K, *c2 = c1 + K, *c3 = c2 + K;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      int64_t k = 0;
+      for (; k + 8 <= K; k += 8) {
+        __m256 wv = _mm256_loadu_ps(wr + k);
+        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(c0 + k), a0);
+        a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(c1 + k), a1);
+        a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(c2 + k), a2);
+        a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(c3 + k), a3);
+      }
+      float s0 = fbx__hsum256(a0), s1 = fbx__hsum256(a1), s2 = fbx__hsum256(a2), s3 = fbx__hsum256(a3);
+      for (; k < K; k++) s0 += wr[k] * c0[k], s1 += wr[k] * c1[k], s2 += wr[k] * c2[k], s3 += wr[k] * c3[k];
+      yr[p] = s0 + bias, yr[p + 1] = s1 + bias, yr[p + 2] = s2 + bias, yr[p + 3] = s3 + bias;
+    }
+    for (; p < OS; p++) {
+      const float *c0 = j->colT + p * K;
+      __m256 a0 = _mm256_setzero_ps();
+      int64_t k = 0;
+      for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k), _mm256_loadu_ps(c0 + k), a0);
+      float s0 = fbx__hsum256(a0);
+      for (; k < K; k++) s0 += wr[k] * c0[k];
+      yr[p] = s0 + bias;
+    }
+    if (j->epi->pl) fbx_cpu_epi_apply(j->epi, j->ybase + m * OS, j->ybase + m * OS + OS, worker);
+  }
+}
+
+/* colT[p, r] = X tap r (channel, kd, kh, kw) of output position p, 0 in the padding. */
+static void fbx__scv_cols(const fbx__cv_geom *g, const float *x, int64_t Cg, float *colT) {
+  const int64_t K = Cg * g->k[0] * g->k[1] * g->k[2];
+  for (int64_t od = 0, p = 0; od < g->out[0]; od++)
+    for (int64_t oh = 0; oh < g->out[1]; oh++)
+      for (int64_t ow = 0; ow < g->out[2]; ow++, p++) {
+        float *cr = colT + p * K;
+        for (int64_t cc = 0, r = 0; cc < Cg; cc++)
+          for (int64_t kd = 0; kd < g->k[0]; kd++) {
+            int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+            for (int64_t kh = 0; kh < g->k[1]; kh++) {
+              int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+              bool row_in = id >= 0 && id < g->in[0] && ih >= 0 && ih < g->in[1];
+              const float *xr = x + ((cc * g->in[0] + (row_in ? id : 0)) * g->in[1] + (row_in ? ih : 0)) * g->in[2];
+              for (int64_t kw = 0; kw < g->k[2]; kw++, r++) {
+                int64_t iw = ow * g->s[2] - g->pb[2] + kw * g->d[2];
+                cr[r] = row_in && iw >= 0 && iw < g->in[2] ? xr[iw] : 0.f;
+              }
+            }
+          }
+      }
+}
+
+static fbx_status *fbx__scv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
+                                fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
+  const int64_t Cg = g->C / g->G, Mg = g->M / g->G, KV = g->k[0] * g->k[1] * g->k[2], K = Cg * KV;
+  const int64_t IS = g->in[0] * g->in[1] * g->in[2], OS = g->out[0] * g->out[1] * g->out[2];
+  const float *x = in[0].data, *w = in[1].data, *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  fbx_cpu_epi epi;
+  void *mem = NULL;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(OS * K) * sizeof(float), &mem, &epi));
+  if (!mem) return FBX_ERR_OOM();
+  /* each chunk of channels at least ~64K multiply-adds: smaller ones stay on one thread */
+  int64_t grain = 65536 / (K * OS > 0 ? K * OS : 1);
+  for (int64_t n = 0; n < g->N; n++)
+    for (int64_t gi = 0; gi < g->G; gi++) {
+      fbx__scv_cols(g, x + (n * g->C + gi * Cg) * IS, Cg, mem);
+      fbx__scv_job j = {.w = w + gi * Mg * K, .bias = b ? b + gi * Mg : NULL, .colT = mem,
+                        .y = (float *)out[0].data + (n * g->M + gi * Mg) * OS, .K = K, .OS = OS, .epi = &epi,
+                        .ybase = (n * g->M + gi * Mg) * OS};
+      fbx_cpu_par(c, Mg, grain < 1 ? 1 : grain, fbx__scv_task, &j);
+    }
+  info->variant = "conv_small_out_dot";
+  info->reason = "<= 16 output positions: columns built transposed, one dot product per channel and position";
+  return fbx_cpu_epi_end(&epi);
+}
+
 static int64_t fbx__cv_tile(int64_t rows, int64_t bytes, int64_t OS) {
   int64_t tile = (bytes / 4) / (rows > 0 ? rows : 1);
   tile = tile < 64 ? 64 : (tile / 16) * 16;
@@ -525,6 +626,7 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
     return fbx_cpu_epi_end(&epi);
   }
+  if (OS <= FBX__SCV_MAX_OS) return fbx__scv_run(c, node, in, n_in, out, &g, info);
   if (fbx__dcv_ok(&g)) return fbx__dcv_run(c, node, in, n_in, out, &g, info);
   bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
                    g.pb[2] == 0 && OS == IS;

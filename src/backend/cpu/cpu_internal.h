@@ -104,6 +104,11 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                                 const fbx_tensor *inputs, void **state);
 void fbx_cpu_mnb_release(void *state);
 
+/* LSTM / GRU / RNN (cpu_rnn.c): constant W / R packed once per direction. */
+fbx_status *fbx_cpu_rnn_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                const fbx_tensor *inputs, void **state);
+void fbx_cpu_rnn_release(void *state);
+
 /* ---- GEMV (cpu_gemv.c) ---- */
 #define FBX_CPU_GEMV_PANEL 16
 /* Packed B: panels of 16 columns, K-major: packed[(p*K + k)*16 + j] = B[k, p*16+j]

@@ -19,7 +19,12 @@
 #include <string.h>
 
 #include "../../base/checked.h"
+#include "cpu_gemm.h"
 #include "cpu_internal.h"
+
+/* input projections of at most this many rows (seq * batch) use the small-M
+ * kernel on the packed W (as MATMUL does), larger ones the blocked GEMM */
+#define FBX__RNN_SMALL_M 160
 
 /* x := act(clip(x)) over n floats; clip <= 0 means none. */
 static void fbx__rnn_act(fbx_ir_rnn_act a, float al, float be, float clip, float *x, int64_t n) {
@@ -63,6 +68,52 @@ static void fbx__rnn_act(fbx_ir_rnn_act a, float al, float be, float clip, float
   }
 }
 
+/* ---- node_prepare: constant W and R packed once per direction
+ * (fbx_cpu_gemv_pack panels, op(B) = W[d]^T (I, G*H), R[d]^T (H, G*H));
+ * GRU without linear_before_reset keeps R's z, r rows (H, 2H) and h rows
+ * (H, H) as two packs, since r multiplies h before R_h. ---- */
+typedef struct fbx__rnn_pack {
+  int64_t D, GH, I, H;
+  float *w[2], *r[2], *rh[2]; /* rh NULL unless GRU without linear_before_reset */
+} fbx__rnn_pack;
+
+void fbx_cpu_rnn_release(void *state) {
+  fbx__rnn_pack *s = state;
+  if (!s) return;
+  for (int d = 0; d < 2; d++) fbx_free_aligned(s->w[d]), fbx_free_aligned(s->r[d]), fbx_free_aligned(s->rh[d]);
+  fbx_free(s);
+}
+
+fbx_status *fbx_cpu_rnn_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                const fbx_tensor *inputs, void **state) {
+  (void)c, (void)inputs;
+  *state = NULL;
+  if (!const_inputs || !const_inputs[1] || !const_inputs[2]) return NULL;
+  const fbx_tensor *w = const_inputs[1], *r = const_inputs[2];
+  const int64_t D = node->params.rnn.direction == 2 ? 2 : 1, H = node->params.rnn.hidden;
+  const int64_t GH = fbx_ir_rnn_gates(node->op) * H;
+  if (w->dtype != FBX_DTYPE_F32 || r->dtype != FBX_DTYPE_F32 || w->rank != 3 || r->rank != 3 || w->dims[0] != D ||
+      r->dims[0] != D || w->dims[1] != GH || r->dims[1] != GH || r->dims[2] != H || !w->data || !r->data || H < 1)
+    return NULL; /* shape inference reports the mismatch at run time */
+  fbx__rnn_pack *s = fbx_calloc(1, sizeof *s);
+  if (!s) return FBX_ERR_OOM();
+  s->D = D, s->GH = GH, s->I = w->dims[2], s->H = H;
+  const bool split = node->op == FBX_IR_OP_GRU && !node->params.rnn.linear_before_reset;
+  fbx_status *st = NULL;
+  for (int64_t d = 0; d < D && !st; d++) {
+    const float *wd = (const float *)w->data + d * GH * s->I, *rd = (const float *)r->data + d * GH * H;
+    st = fbx_cpu_gemv_pack(wd, s->I, GH, true, &s->w[d]);
+    if (!st) st = fbx_cpu_gemv_pack(rd, H, split ? 2 * H : GH, true, &s->r[d]);
+    if (!st && split) st = fbx_cpu_gemv_pack(rd + 2 * H * H, H, H, true, &s->rh[d]);
+  }
+  if (st) {
+    fbx_cpu_rnn_release(s);
+    return st;
+  }
+  *state = s;
+  return NULL;
+}
+
 typedef struct fbx__rnn {
   fbx_ir_op op;
   const fbx_ir_params *p;
@@ -72,6 +123,7 @@ typedef struct fbx__rnn {
   const int32_t *lens;
   float *y, *yh, *yc;
   float *xw, *hr, *pre, *h, *c, *rh, *bx, *brh;
+  const fbx__rnn_pack *pk;  /* packed W/R (node_prepare), or NULL */
 } fbx__rnn;
 
 static int64_t fbx__rnn_len(const fbx__rnn *k, int64_t b) { return k->lens ? k->lens[b] : k->S; }
@@ -83,9 +135,15 @@ static float *fbx__rnn_yrow(const fbx__rnn *k, int64_t t, int64_t d, int64_t b) 
   return k->y + (k->layout ? (b * k->S + t) * k->D + d : (t * k->D + d) * k->B + b) * k->H;
 }
 
-/* out (B, n) row stride ld = a (B, H) @ rows [0, n) of rm (n, H)^T. */
-static fbx_status *fbx__rnn_hmat(fbx_cpu_ctx *c, const fbx__rnn *k, const float *a, const float *rm, int64_t n,
-                                 float *out, int64_t ld) {
+/* out (B, n) row stride ld = a (B, H) @ rows [0, n) of rm (n, H)^T, or
+ * @ packed (the same product packed by node_prepare) when non-NULL. */
+static fbx_status *fbx__rnn_hmat(fbx_cpu_ctx *c, const fbx__rnn *k, const float *a, const float *rm,
+                                 const float *packed, int64_t n, float *out, int64_t ld) {
+  if (packed) {
+    if (k->B == 1) fbx_cpu_gemv_packed(c, a, packed, out, k->H, n, 1.f);
+    else fbx_cpu_gemm_packed(c, a, k->H, packed, out, ld, k->B, k->H, n, 1.f);
+    return NULL;
+  }
   if (k->B == 1) {
     fbx_cpu_gemv_plain(c, a, rm, out, k->H, n, true, 1.f);
     return NULL;
@@ -125,7 +183,7 @@ static fbx_status *fbx__rnn_dir(fbx_cpu_ctx *c, fbx__rnn *k, int64_t d, bool rev
   for (int64_t j = 0; j < steps; j++) {
     /* GRU without linear_before_reset: r must be known before R_h, so the first product stops at 2H */
     const int64_t n1 = k->op == FBX_IR_OP_GRU && !lbr ? 2 * H : GH;
-    FBX_TRY(fbx__rnn_hmat(c, k, k->h, rd, n1, k->hr, GH));
+    FBX_TRY(fbx__rnn_hmat(c, k, k->h, rd, k->pk ? k->pk->r[d] : NULL, n1, k->hr, GH));
     for (int64_t b = 0; b < B; b++) {
       int64_t L = fbx__rnn_len(k, b);
       if (j >= L) continue;
@@ -166,7 +224,8 @@ static fbx_status *fbx__rnn_dir(fbx_cpu_ctx *c, fbx__rnn *k, int64_t d, bool rev
       }
     }
     if (k->op == FBX_IR_OP_GRU) {
-      if (!lbr) FBX_TRY(fbx__rnn_hmat(c, k, k->rh, rd + 2 * H * H, H, k->hr, GH)); /* (r * h) @ R_h^T */
+      if (!lbr) /* (r * h) @ R_h^T */
+        FBX_TRY(fbx__rnn_hmat(c, k, k->rh, rd + 2 * H * H, k->pk ? k->pk->rh[d] : NULL, H, k->hr, GH));
       for (int64_t b = 0; b < B; b++) {
         int64_t L = fbx__rnn_len(k, b);
         if (j >= L) continue;
@@ -229,13 +288,21 @@ static fbx_status *fbx__rnn_run(FBX_CPU_KERNEL_ARGS) {
   k.c = k.h + k.B * k.H, k.rh = k.c + k.B * k.H, k.bx = k.rh + k.B * k.H, k.brh = k.bx + GH;
   memset(k.rh, 0, (size_t)(k.B * k.H) * sizeof(float));
   if (k.lens) memset(k.y, 0, (size_t)fbx_cpu_numel(&out[0]) * sizeof(float));
+  const fbx__rnn_pack *ps = state;
+  if (ps && ps->D == k.D && ps->GH == GH && ps->I == k.I && ps->H == k.H) k.pk = ps;
   for (int64_t d = 0; d < k.D; d++) {
-    if (SB > 0)
-      FBX_TRY(fbx_cpu_sgemm_par(c, false, true, SB, GH, k.I, 1.f, k.x, k.I, k.w + d * GH * k.I, k.I, 0.f, k.xw, GH,
-                                NULL));
+    if (SB > 0 && k.pk && SB <= FBX__RNN_SMALL_M) {
+      fbx_cpu_gemm_packed(c, k.x, k.I, k.pk->w[d], k.xw, GH, SB, k.I, GH, 1.f);
+    } else if (SB > 0) {
+      fbx_cpu_gemm_desc gd = {.tb = true, .M = SB, .N = GH, .K = k.I, .alpha = 1.f, .A = k.x, .lda = k.I,
+                              .B = k.w + d * GH * k.I, .ldb = k.I, .Bpk = k.pk ? k.pk->w[d] : NULL, .C = k.xw,
+                              .ldc = GH};
+      FBX_TRY(fbx_cpu_gemm(c, &gd));
+    }
     FBX_TRY(fbx__rnn_dir(c, &k, d, node->params.rnn.direction == 1 || d == 1));
   }
-  info->variant = k.B == 1 ? "rnn_gemm_gemv" : "rnn_gemm_gemm";
+  info->variant = k.pk ? (k.B == 1 ? "rnn_packed_gemm_gemv" : "rnn_packed_gemm_gemm")
+                       : (k.B == 1 ? "rnn_gemm_gemv" : "rnn_gemm_gemm");
   info->reason = "input projection of all steps as one GEMM, recurrence per step";
   info->flops = 2.0 * (double)SB * (double)GH * (double)(k.I + k.H) * (double)k.D;
   return NULL;
