@@ -558,15 +558,82 @@ static void fbx__scv_cols(const fbx__cv_geom *g, const float *x, int64_t Cg, flo
       }
 }
 
-static fbx_status *fbx__scv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
-                                fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
+/* node_prepare state of a CONV whose constant W (group 1) is packed once for
+ * the few-positions path: W^T (K, M) in fbx_cpu_gemv_pack panels. */
+typedef struct fbx__scv_pack {
+  int64_t K, M;
+  float *wt;
+} fbx__scv_pack;
+
+void fbx_cpu_conv_release(void *state) {
+  fbx__scv_pack *s = state;
+  if (!s) return;
+  fbx_free_aligned(s->wt);
+  fbx_free(s);
+}
+
+/* Packs only when the output shape known at plan time has <= 16 positions per
+ * image (the only path that reads the pack) and the weights are constant. */
+fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                 const fbx_tensor *inputs, void **state) {
+  (void)c;
+  *state = NULL;
+  if (node->op != FBX_IR_OP_CONV || !const_inputs || !const_inputs[1] || !inputs) return NULL;
+  const fbx_tensor *w = const_inputs[1], *x = &inputs[0];
+  if (w->dtype != FBX_DTYPE_F32 || !w->data || w->rank < 3 || x->rank != w->rank || x->dtype != FBX_DTYPE_F32) return NULL;
+  if ((node->params.conv.group > 1) || x->dims[1] != w->dims[1]) return NULL;
+  for (int i = 0; i < x->rank; i++)
+    if (x->dims[i] < 0) return NULL;
+  int64_t kern[3], pads[6], os[3], OS = 1, K = 1;
+  fbx_status *st = fbx_ir_conv_geometry(node, x, w, kern, pads, os);
+  if (st) { /* shape inference reports it at run time */
+    fbx_status_free(st);
+    return NULL;
+  }
+  for (int i = 0; i < x->rank - 2; i++) OS *= os[i];
+  for (int i = 1; i < w->rank; i++) K *= w->dims[i];
+  if (OS > FBX__SCV_MAX_OS || OS < 1 || K < 1 || w->dims[0] < 1) return NULL;
+  fbx__scv_pack *s = fbx_calloc(1, sizeof *s);
+  if (!s) return FBX_ERR_OOM();
+  s->K = K, s->M = w->dims[0];
+  st = fbx_cpu_gemv_pack(w->data, K, s->M, true, &s->wt);
+  if (st) {
+    fbx_free(s);
+    return st;
+  }
+  *state = s;
+  return NULL;
+}
+
+static fbx_status *fbx__scv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const void *state, const fbx_tensor *in,
+                                int n_in, fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
   const int64_t Cg = g->C / g->G, Mg = g->M / g->G, KV = g->k[0] * g->k[1] * g->k[2], K = Cg * KV;
   const int64_t IS = g->in[0] * g->in[1] * g->in[2], OS = g->out[0] * g->out[1] * g->out[2];
   const float *x = in[0].data, *w = in[1].data, *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  const fbx__scv_pack *pk = state;
+  if (pk && (g->G != 1 || pk->K != K || pk->M != g->M)) pk = NULL;
   fbx_cpu_epi epi;
   void *mem = NULL;
-  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(OS * K) * sizeof(float), &mem, &epi));
+  size_t extra = pk ? (size_t)(OS * g->M) : 0; /* yT (OS, M) */
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], ((size_t)(OS * K) + extra) * sizeof(float), &mem, &epi));
   if (!mem) return FBX_ERR_OOM();
+  if (pk) {
+    /* Y^T (OS, M) = colT (OS, K) @ W^T: the small-M packed kernel, vectorised over channels */
+    float *colT = mem, *yT = colT + OS * K;
+    for (int64_t n = 0; n < g->N; n++) {
+      float *y = (float *)out[0].data + n * g->M * OS;
+      fbx__scv_cols(g, x + n * g->C * IS, Cg, colT);
+      fbx_cpu_gemm_packed(c, colT, K, pk->wt, yT, g->M, OS, K, g->M, 1.f);
+      for (int64_t m = 0; m < g->M; m++) {
+        const float bias = b ? b[m] : 0.f;
+        for (int64_t p = 0; p < OS; p++) y[m * OS + p] = yT[p * g->M + m] + bias;
+      }
+      if (epi.pl) fbx_cpu_epi_apply(&epi, n * g->M * OS, (n + 1) * g->M * OS, 0);
+    }
+    info->variant = "conv_small_out_packed";
+    info->reason = "<= 16 output positions: transposed columns x W packed at compile (small-M kernel over channels)";
+    return fbx_cpu_epi_end(&epi);
+  }
   /* each chunk of channels at least ~64K multiply-adds: smaller ones stay on one thread */
   int64_t grain = 65536 / (K * OS > 0 ? K * OS : 1);
   for (int64_t n = 0; n < g->N; n++)
@@ -626,7 +693,7 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw_task, &j);
     return fbx_cpu_epi_end(&epi);
   }
-  if (OS <= FBX__SCV_MAX_OS) return fbx__scv_run(c, node, in, n_in, out, &g, info);
+  if (OS <= FBX__SCV_MAX_OS) return fbx__scv_run(c, node, state, in, n_in, out, &g, info);
   if (fbx__dcv_ok(&g)) return fbx__dcv_run(c, node, in, n_in, out, &g, info);
   bool pointwise = KV == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.pb[0] == 0 && g.pb[1] == 0 &&
                    g.pb[2] == 0 && OS == IS;

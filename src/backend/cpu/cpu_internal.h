@@ -104,6 +104,10 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                                 const fbx_tensor *inputs, void **state);
 void fbx_cpu_mnb_release(void *state);
 
+/* CONV (cpu_conv.c): constant W packed for the few-output-positions path. */
+fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                 const fbx_tensor *inputs, void **state);
+void fbx_cpu_conv_release(void *state);
 /* LSTM / GRU / RNN (cpu_rnn.c): constant W / R packed once per direction. */
 fbx_status *fbx_cpu_rnn_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                 const fbx_tensor *inputs, void **state);
