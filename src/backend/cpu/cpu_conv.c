@@ -558,11 +558,15 @@ static void fbx__scv_cols(const fbx__cv_geom *g, const float *x, int64_t Cg, flo
       }
 }
 
-/* node_prepare state of a CONV whose constant W (group 1) is packed once for
- * the few-positions path: W^T (K, M) in fbx_cpu_gemv_pack panels. */
+/* node_prepare state of a group-1 CONV with a constant W: W^T (K, M) in
+ * fbx_cpu_gemv_pack panels for the few-positions path, packed at the first
+ * run that takes that path (the plan's shapes decide it; a conv that never
+ * does costs no memory). The run lock of the backend serialises run_node,
+ * so the one-time packing needs no lock of its own. */
 typedef struct fbx__scv_pack {
   int64_t K, M;
-  float *wt;
+  float *wt;    /* NULL until packed */
+  bool failed;  /* packing ran out of memory once: stay on the dot path */
 } fbx__scv_pack;
 
 void fbx_cpu_conv_release(void *state) {
@@ -572,46 +576,37 @@ void fbx_cpu_conv_release(void *state) {
   fbx_free(s);
 }
 
-/* Packs only when the output shape known at plan time has <= 16 positions per
- * image (the only path that reads the pack) and the weights are constant. */
 fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                  const fbx_tensor *inputs, void **state) {
-  (void)c;
+  (void)c, (void)inputs;
   *state = NULL;
-  if (node->op != FBX_IR_OP_CONV || !const_inputs || !const_inputs[1] || !inputs) return NULL;
-  const fbx_tensor *w = const_inputs[1], *x = &inputs[0];
-  if (w->dtype != FBX_DTYPE_F32 || !w->data || w->rank < 3 || x->rank != w->rank || x->dtype != FBX_DTYPE_F32) return NULL;
-  if ((node->params.conv.group > 1) || x->dims[1] != w->dims[1]) return NULL;
-  for (int i = 0; i < x->rank; i++)
-    if (x->dims[i] < 0) return NULL;
-  int64_t kern[3], pads[6], os[3], OS = 1, K = 1;
-  fbx_status *st = fbx_ir_conv_geometry(node, x, w, kern, pads, os);
-  if (st) { /* shape inference reports it at run time */
-    fbx_status_free(st);
-    return NULL;
-  }
-  for (int i = 0; i < x->rank - 2; i++) OS *= os[i];
-  for (int i = 1; i < w->rank; i++) K *= w->dims[i];
-  if (OS > FBX__SCV_MAX_OS || OS < 1 || K < 1 || w->dims[0] < 1) return NULL;
+  if (node->op != FBX_IR_OP_CONV || !const_inputs || !const_inputs[1] || node->params.conv.group > 1) return NULL;
+  const fbx_tensor *w = const_inputs[1];
+  if (w->dtype != FBX_DTYPE_F32 || w->rank < 3) return NULL;
   fbx__scv_pack *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
-  s->K = K, s->M = w->dims[0];
-  st = fbx_cpu_gemv_pack(w->data, K, s->M, true, &s->wt);
-  if (st) {
-    fbx_free(s);
-    return st;
-  }
+  s->M = w->dims[0];
+  s->K = 1;
+  for (int i = 1; i < w->rank; i++) s->K *= w->dims[i];
   *state = s;
   return NULL;
 }
 
-static fbx_status *fbx__scv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const void *state, const fbx_tensor *in,
+static fbx_status *fbx__scv_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
                                 int n_in, fbx_tensor *out, const fbx__cv_geom *g, fbx_kernel_info *info) {
   const int64_t Cg = g->C / g->G, Mg = g->M / g->G, KV = g->k[0] * g->k[1] * g->k[2], K = Cg * KV;
   const int64_t IS = g->in[0] * g->in[1] * g->in[2], OS = g->out[0] * g->out[1] * g->out[2];
   const float *x = in[0].data, *w = in[1].data, *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
-  const fbx__scv_pack *pk = state;
-  if (pk && (g->G != 1 || pk->K != K || pk->M != g->M)) pk = NULL;
+  fbx__scv_pack *pk = state;
+  if (pk && (g->G != 1 || pk->K != K || pk->M != g->M || pk->failed)) pk = NULL;
+  if (pk && !pk->wt) { /* first run on this path: pack W once (allocation outside the steady state) */
+    fbx_status *st = fbx_cpu_gemv_pack(w, K, g->M, true, &pk->wt);
+    if (st) {
+      fbx_status_free(st);
+      pk->failed = true;
+      pk = NULL;
+    }
+  }
   fbx_cpu_epi epi;
   void *mem = NULL;
   size_t extra = pk ? (size_t)(OS * g->M) : 0; /* yT (OS, M) */
