@@ -13,7 +13,7 @@ each hold the whole network, reading `input` and `state` from the outer scope:
   stateN = Concat(Y_h, Y_c); Y -> Squeeze -> Transpose -> Relu -> Conv1d k1 -> Sigmoid (1, 1, T).
 After the If: ReduceMean over the frames -> output [1, 1].
 
-Usage: gen_vad.py [--chunk 512] [--hidden 128] [--seed 0] --out PATH
+Usage: gen_vad.py [--chunk 512] [--hidden 128] [--seed 0] [--no-branch-shapes] --out PATH
 """
 import argparse
 import sys
@@ -87,11 +87,15 @@ def branch(name, chunk, n_fft, hidden, widths, strides, rs):
     return helper.make_graph(nodes, name, [], outs, inits)
 
 
-def build(chunk, hidden, seed):
+def build(chunk, hidden, seed, branch_shapes=True):
     rs = np.random.RandomState(seed)
     widths, strides = [128, 64, 64, 128], [1, 2, 1, 1]
     g16 = branch("sr16k", chunk, 256, hidden, widths, strides, rs)
     g8 = branch("sr8k", chunk // 2, 128, hidden, widths, strides, rs)
+    if not branch_shapes:  # the If's output shapes are then only what shape inference derives
+        for g in (g16, g8):
+            for o in g.output:
+                o.type.tensor_type.ClearField("shape")
     nodes = [
         helper.make_node("Equal", ["sr", "sr16000"], ["is16k"], name="/Equal"),
         helper.make_node("If", ["is16k"], ["prob", "stateN"], name="/If", then_branch=g16, else_branch=g8),
@@ -116,9 +120,10 @@ def main():
     ap.add_argument("--chunk", type=int, default=512)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-branch-shapes", action="store_true", help="branch outputs declared without shapes")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    m = build(a.chunk, a.hidden, a.seed)
+    m = build(a.chunk, a.hidden, a.seed, not a.no_branch_shapes)
     onnx.save(m, a.out)
     print(f"[gen_vad] {a.out}: chunk {a.chunk}, hidden {a.hidden}", file=sys.stderr)
 

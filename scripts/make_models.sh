@@ -10,6 +10,7 @@
 #   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
 #   models/gen/names.onnx             node names that need JSON escaping (trace test)
 #   models/gen/vad.onnx               Silero-style VAD, LSTM(128) inside If branches, 512/256-sample chunks
+#   models/gen/vad_noshape.onnx       the same at hidden 64, branch outputs declared without shapes
 #   models/gen/genai_tiny{,_q4}.onnx  GenAI-style int4 decoder L=2 H=64 N=4/2 F=128 V=256, accuracy_level 0/4
 #   models/gen/cases/genai_tiny/      its float64 reference: prompt, greedy tokens, prefill/decode logits
 #   models/gen/cases/decoder_tiny_{prefill,decode}/   ONNX-test-style cases with numpy references
@@ -51,6 +52,7 @@ gen "$OUT/cnn_resnet18ish.onnx" models/gen_cnn.py --size 224 --widths 64,128,256
 gen "$OUT/names.onnx" models/gen_names.py
 # Silero-style VAD: STFT-as-Conv1d, convs, an LSTM inside If branches by sample rate, state in/out
 gen "$OUT/vad.onnx" models/gen_vad.py --chunk 512 --hidden 128
+gen "$OUT/vad_noshape.onnx" models/gen_vad.py --chunk 512 --hidden 64 --no-branch-shapes
 # GenAI-style int4 decoder (com.microsoft ops) at accuracy_level 0 and 4, plus its float64 reference
 GENAI_TINY="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256"
 gen "$OUT/genai_tiny.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 0 --cases "$OUT/cases/genai_tiny"
