@@ -32,7 +32,7 @@ fbx_status *fbx__ir_infer_rnn(const fbx_ir_node *node, const fbx_tensor *in, int
   if (x->rank != 3) return FBX__IR_FAIL(node, "X must be 3-D, got rank %d", x->rank);
   if (x->dtype != FBX_DTYPE_F32) return FBX__IR_FAIL(node, "X must be float32");
   const int64_t S = layout ? x->dims[1] : x->dims[0], Bn = layout ? x->dims[0] : x->dims[1], I = x->dims[2];
-  if (H < 1) return FBX__IR_FAIL(node, "hidden_size %lld", (long long)H);
+  if (H < 1 || H > (1 << 24)) return FBX__IR_FAIL(node, "hidden_size %lld outside 1..2^24", (long long)H);
   if (!fbx__ir_rnn_dims_are(w, 3, D, G * H, I))
     return FBX__IR_FAIL(node, "W must be (%lld, %lld, %lld)", (long long)D, (long long)(G * H), (long long)I);
   if (!fbx__ir_rnn_dims_are(r, 3, D, G * H, H))

@@ -135,6 +135,8 @@ static bool fbx__rnn_params(const fbx_onnx_node *n, fbx_ir_op op, fbx_ir_params 
 
 static fbx_ir_op fbx__rnn_op(const fbx_onnx_entry *e) { return (fbx_ir_op)e->aux; }
 
+#define FBX__RNN_MAX_HIDDEN (1 << 24)
+
 bool fbx__onnx_claim_rnn(const fbx_onnx_cctx *c) {
   const fbx_onnx_node *n = c->n;
   const fbx_ir_op op = fbx__rnn_op(c->e);
@@ -156,6 +158,8 @@ bool fbx__onnx_claim_rnn(const fbx_onnx_cctx *c) {
   const int64_t G = fbx_ir_rnn_gates(op), D = p.rnn.direction == 2 ? 2 : 1;
   int64_t H = p.rnn.hidden > 0 ? p.rnn.hidden : r->dims[2];
   if (H < 1) return fbx__onnx_fail(c, "hidden_size unknown (no attribute, R's last dim dynamic)");
+  if (H > FBX__RNN_MAX_HIDDEN) /* keeps gates * hidden and every product with it far from overflow */
+    return fbx__onnx_fail(c, "hidden_size %lld above %d", (long long)H, FBX__RNN_MAX_HIDDEN);
   if (r->dims[2] >= 0 && r->dims[2] != H) return fbx__onnx_fail(c, "R's last dim %lld != hidden_size %lld",
                                                                 (long long)r->dims[2], (long long)H);
   if ((w->dims[0] >= 0 && w->dims[0] != D) || (w->dims[1] >= 0 && w->dims[1] != G * H) ||

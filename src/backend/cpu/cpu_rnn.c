@@ -277,11 +277,16 @@ static fbx_status *fbx__rnn_run(FBX_CPU_KERNEL_ARGS) {
     if (k.lens[b] < 0 || k.lens[b] > k.S)
       return FBX_ERR_ARG("%s '%s': sequence_lens[%lld] = %d outside [0, %lld]", nm, node->name ? node->name : "",
                          (long long)b, (int)k.lens[b], (long long)k.S);
-  const int64_t GH = k.G * k.H, SB = k.S * k.B;
-  int64_t n_xw, n_sc;
-  if (!fbx_i64_mul(SB, GH, &n_xw) || !fbx_i64_add(n_xw, 2 * k.B * GH + 3 * k.B * k.H + 2 * GH, &n_sc) ||
-      (uint64_t)n_sc > FBX_TENSOR_MAX_BYTES / sizeof(float))
-    return FBX_ERR_ARG("%s: scratch size overflows", nm);
+  const int64_t GH = k.G * k.H;
+  int64_t SB;
+  if (k.H < 1 || k.H > (1 << 24) || !fbx_i64_mul(k.S, k.B, &SB))
+    return FBX_ERR_ARG("%s: hidden %lld / seq x batch out of range", nm, (long long)k.H);
+  /* scratch: xw (S*B, G*H) + hr, pre (B, G*H) + h, c, rh (B, H) + bx, brh (G*H); H <= 2^24 (claim) */
+  int64_t n_xw, n_bg, n_bh, n_sc;
+  if (!fbx_i64_mul(SB, GH, &n_xw) || !fbx_i64_mul(k.B, GH, &n_bg) || !fbx_i64_mul(k.B, k.H, &n_bh) ||
+      !fbx_i64_add(n_xw, n_bg, &n_sc) || !fbx_i64_add(n_sc, n_bg, &n_sc) || !fbx_i64_add(n_sc, 3 * n_bh, &n_sc) ||
+      !fbx_i64_add(n_sc, 2 * GH, &n_sc) || (uint64_t)n_sc > FBX_TENSOR_MAX_BYTES / sizeof(float))
+    return FBX_ERR_ARG("%s: scratch of %lld x %lld steps exceeds the tensor limit", nm, (long long)SB, (long long)GH);
   float *sc = fbx_cpu_scratch(c, (size_t)n_sc * sizeof(float));
   if (!sc) return FBX_ERR_OOM();
   k.xw = sc, k.hr = k.xw + n_xw, k.pre = k.hr + k.B * GH, k.h = k.pre + k.B * GH;
