@@ -9,6 +9,8 @@
 #   models/gen/cnn_small.onnx         1x3x64x64, widths 8/16/32/64, 1 block per stage (tests)
 #   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
 #   models/gen/names.onnx             node names that need JSON escaping (trace test)
+#   models/gen/vad.onnx               Silero-style VAD, LSTM(128) inside If branches, 512/256-sample chunks
+#   models/gen/vad_noshape.onnx       the same at hidden 64, branch outputs declared without shapes
 #   models/gen/genai_tiny{,_q4}.onnx  GenAI-style int4 decoder L=2 H=64 N=4/2 F=128 V=256, accuracy_level 0/4
 #   models/gen/genai_qwen05b{,_q4}.onnx  Qwen2.5-0.5B-shaped GenAI int4 decoder (--bench): L=24 H=896 N=14/2
 #                                     F=4864 V=151936, block 32, accuracy_level 0/4, 1024 positions (~0.9 GB each)
@@ -50,6 +52,9 @@ gen "$OUT/decoder_small.onnx" models/gen_decoder.py --layers 4 --hidden 256 --he
 gen "$OUT/cnn_small.onnx" models/gen_cnn.py --size 64 --widths 8,16,32,64 --blocks 1,1,1,1
 gen "$OUT/cnn_resnet18ish.onnx" models/gen_cnn.py --size 224 --widths 64,128,256,512 --blocks 2,2,2,2
 gen "$OUT/names.onnx" models/gen_names.py
+# Silero-style VAD: STFT-as-Conv1d, convs, an LSTM inside If branches by sample rate, state in/out
+gen "$OUT/vad.onnx" models/gen_vad.py --chunk 512 --hidden 128
+gen "$OUT/vad_noshape.onnx" models/gen_vad.py --chunk 512 --hidden 64 --no-branch-shapes
 # GenAI-style int4 decoder (com.microsoft ops) at accuracy_level 0 and 4, plus its float64 reference
 GENAI_TINY="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256"
 gen "$OUT/genai_tiny.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 0 --cases "$OUT/cases/genai_tiny"

@@ -228,8 +228,14 @@ static fbx_status *read_attr(builder *b, const OrtOpAttr *at, fbx_onnx_attr *out
       out->n_floats = (int)(len / sizeof(float));
       out->type = FBX_ONNX_ATTR_FLOATS;
       break;
-    case ORT_OP_ATTR_STRINGS:
-      out->type = FBX_ONNX_ATTR_STRINGS; /* contents not read: no op we run needs them */
+    case ORT_OP_ATTR_STRINGS: /* ORT writes them NUL-terminated, one after the other */
+      FBX_TRY(read_attr_bytes(b, at, ty, &data, &len));
+      ((char *)data)[len] = '\0';
+      out->strs = data;
+      out->n_strs = 0;
+      for (size_t k = 0; k < len; k++) out->n_strs += ((char *)data)[k] == '\0';
+      if (len && ((char *)data)[len - 1] != '\0') out->n_strs++; /* an unterminated last one */
+      out->type = FBX_ONNX_ATTR_STRINGS;
       break;
     case ORT_OP_ATTR_TENSOR: {
       OrtValue *tv = NULL;

@@ -64,6 +64,15 @@ typedef enum fbx_ir_pad_mode { FBX_IR_PADMODE_CONSTANT, FBX_IR_PADMODE_REFLECT, 
 
 typedef struct fbx_ir_ew_program fbx_ir_ew_program;
 
+/* Activations of the recurrent ops (ONNX RNN/GRU/LSTM 'activations'), with
+ * their alpha/beta already resolved (defaults of the ONNX operators). */
+typedef enum fbx_ir_rnn_act {
+  FBX_IR_ACT_SIGMOID, FBX_IR_ACT_TANH, FBX_IR_ACT_RELU, FBX_IR_ACT_AFFINE, FBX_IR_ACT_LEAKY_RELU,
+  FBX_IR_ACT_THRESHOLDED_RELU, FBX_IR_ACT_SCALED_TANH, FBX_IR_ACT_HARD_SIGMOID, FBX_IR_ACT_ELU,
+  FBX_IR_ACT_SOFTSIGN, FBX_IR_ACT_SOFTPLUS,
+} fbx_ir_rnn_act;
+#define FBX_IR_RNN_MAX_ACTS 6   /* 3 per direction (LSTM f, g, h), 2 directions */
+
 /* Per-op parameters. Which member is used is given by the op (see ir_ops.h).
  * All axes are normalised (non-negative) by the translator. */
 typedef union fbx_ir_params {
@@ -135,6 +144,18 @@ typedef union fbx_ir_params {
   /* ROTARY (RotaryEmbedding): num_heads 0 = head_size from the cos cache;
    * rot_dim 0 = the whole head; rotation as in GQA. */
   struct { int num_heads, rot_dim, interleaved; } rope;
+  /* LSTM / GRU / RNN: direction 0 forward, 1 reverse, 2 bidirectional;
+   * layout 0: X (seq, batch, in), Y (seq, dirs, batch, hidden), states
+   * (dirs, batch, hidden); layout 1: X (batch, seq, in), Y (batch, seq, dirs,
+   * hidden), states (batch, dirs, hidden). act[d * n_per_dir + k] is
+   * activation k (f, g, h) of direction d. clip <= 0: none. */
+  struct {
+    int64_t hidden;
+    int direction, layout, input_forget, linear_before_reset, n_per_dir;
+    float clip;
+    fbx_ir_rnn_act act[FBX_IR_RNN_MAX_ACTS];
+    float act_alpha[FBX_IR_RNN_MAX_ACTS], act_beta[FBX_IR_RNN_MAX_ACTS];
+  } rnn;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {
@@ -226,6 +247,9 @@ fbx_dtype fbx_ir_ew_out_dtype(fbx_ir_op op, const fbx_ir_params *p, const fbx_dt
  * the end; INT64_MAX/MIN ends allowed; step != 0). Returns the number of
  * selected elements; *start_out (may be NULL) gets the clamped first index. */
 int64_t fbx_ir_slice_resolve(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *start_out);
+
+/* Gates of a recurrent op: LSTM 4 (i, o, f, c), GRU 3 (z, r, h), RNN 1. */
+int fbx_ir_rnn_gates(fbx_ir_op op);
 
 struct fbx_tensor;
 /* Conv/ConvTranspose/pool geometry (ir_geometry.c, the one place it is worked

@@ -152,7 +152,13 @@
   X(MATMUL_NBITS, FBX_IR_CLASS_OTHER, 0) /* (A, B:u8 (N, k_blocks, blob), scales (N, k_blocks), zero_points, bias); params.nbits */ \
   /* (q, k, v, past_k, past_v, seqlens_k:i32, total_len:i32 scalar, cos, sin); outputs (out, present_k, present_v); params.gqa */ \
   X(GQA, FBX_IR_CLASS_OTHER, 0x40)                                               \
-  X(ROTARY, FBX_IR_CLASS_OTHER, 0)      /* (x (B,S,N*H) or (B,N,S,H), position_ids:i64 (1) or (B,S), cos, sin); params.rope */
+  X(ROTARY, FBX_IR_CLASS_OTHER, 0)      /* (x (B,S,N*H) or (B,N,S,H), position_ids:i64 (1) or (B,S), cos, sin); params.rope */ \
+  /* ---- recurrent ops (ONNX semantics; ir_shape_rnn.c, cpu_rnn.c): params.rnn ---- */ \
+  /* (X, W, R, B, sequence_lens:i32, initial_h, initial_c, P), absent = NONE; outputs (Y, Y_h, Y_c) */ \
+  X(LSTM, FBX_IR_CLASS_OTHER, 0)                                                 \
+  /* (X, W, R, B, sequence_lens:i32, initial_h); outputs (Y, Y_h) */             \
+  X(GRU, FBX_IR_CLASS_OTHER, 0)                                                  \
+  X(RNN, FBX_IR_CLASS_OTHER, 0)
 
 typedef enum fbx_ir_op {
 #define X(name, cls, shape_mask) FBX_IR_OP_##name,

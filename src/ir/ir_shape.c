@@ -237,6 +237,8 @@ static int fbx__ir_expected_outputs(const fbx_ir_node *node) {
     case FBX_IR_OP_LAYER_NORM: return -3;
     case FBX_IR_OP_SKIP_NORM: return -3;
     case FBX_IR_OP_GQA: return 3;
+    case FBX_IR_OP_LSTM: return 3;
+    case FBX_IR_OP_GRU: case FBX_IR_OP_RNN: return 2;
     default: return 1;
   }
 }
@@ -283,6 +285,9 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
     case FBX_IR_OP_MATMUL_NBITS:
     case FBX_IR_OP_GQA:
     case FBX_IR_OP_ROTARY: st = fbx__ir_infer_msft(node, inputs, n_inputs, outputs, n_outputs); break;
+    case FBX_IR_OP_LSTM:
+    case FBX_IR_OP_GRU:
+    case FBX_IR_OP_RNN: st = fbx__ir_infer_rnn(node, inputs, n_inputs, outputs, n_outputs); break;
     case FBX_IR_OP_CUMSUM:
     case FBX_IR_OP_TRILU:
     case FBX_IR_OP_LRN:

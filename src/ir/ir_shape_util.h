@@ -32,6 +32,8 @@ fbx_status *fbx__ir_infer_move(const fbx_ir_node *node, const fbx_tensor *in, in
                                int n_out);
 fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out,
                                int n_out); /* ir_shape_msft.c: the decoder ops */
+fbx_status *fbx__ir_infer_rnn(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out,
+                              int n_out); /* ir_shape_rnn.c: LSTM, GRU, RNN */
 
 #define FBX__IR_NEED_IN(node, n_in, k)                                                             \
   do {                                                                                             \

@@ -46,6 +46,7 @@ typedef struct fbx_onnx_attr {
   const char *s;              /* STRING */
   const int64_t *ints; int n_ints;     /* INTS */
   const float *floats; int n_floats;   /* FLOATS */
+  const char *strs; int n_strs;        /* STRINGS: n_strs NUL-terminated strings back to back */
   fbx_onnx_tensor t;          /* TENSOR */
 } fbx_onnx_attr;
 

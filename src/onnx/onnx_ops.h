@@ -39,12 +39,13 @@ typedef struct fbx_onnx_entry fbx_onnx_entry;
  *   KEEP     every output keeps input 0's rank, dims unknown
  *   RANK1/RANK2/SCALAR  output 0 has that rank
  *   the rest are one op family each (named after it; SKIPNORM: the
- *   com.microsoft Skip*LayerNormalization ops; MNB: MatMulNBits; GQA: GroupQueryAttention). */
+ *   com.microsoft Skip*LayerNormalization ops; MNB: MatMulNBits; GQA: GroupQueryAttention;
+ *   RNN: LSTM/GRU/RNN). */
 #define FBX_ONNX_RANK_RULES(X)                                                                     \
   X(NONE) X(SAME) X(SAME_ALL) X(BCAST) X(KEEP) X(RANK1) X(RANK2) X(SCALAR) X(LAYERNORM) X(MATMUL) \
   X(QLMATMUL) X(SLICE) X(RESHAPE) X(SQUEEZE) X(UNSQUEEZE) X(CONCAT) X(REDUCE) X(TRANSPOSE) X(SHAPE) \
   X(NONZERO) X(FLATTEN) X(GATHER) X(GATHER_ELEMENTS) X(GATHER_ND) X(ARG) X(CONV) X(GPOOL) X(EXPAND) \
-  X(COFS) X(ONEHOT) X(COMPRESS) X(SKIPNORM) X(MNB) X(GQA)
+  X(COFS) X(ONEHOT) X(COMPRESS) X(SKIPNORM) X(MNB) X(GQA) X(RNN)
 
 typedef enum fbx_onnx_rank_rule {
 #define X(r) FBX_ONNX_RANK_##r,
@@ -222,6 +223,8 @@ FBX__ONNX_FAMILY(skipnorm)
 FBX__ONNX_FAMILY(mnb)
 FBX__ONNX_FAMILY(gqa)
 FBX__ONNX_FAMILY(rope)
+/* recurrent ops (onnx_ops_rnn.c) */
+FBX__ONNX_FAMILY(rnn)
 
 /* float16 via float32 (onnx_ops_f16.c): family X gets claim_X_h / tr_X_h,
  * which run X on a shadow of the node where float16 reads as float32 and

@@ -520,6 +520,25 @@ FBX__RANK_RULE(GQA) {
   for (int k = 1; k < 3 && k < fbx__rank_n_out(n); k++) fbx__rank_set_dynamic(&out[k], 4);
 }
 
+/* LSTM/GRU/RNN: Y (seq, dirs, batch, hidden) or, layout 1, (batch, seq, dirs,
+ * hidden); Y_h / Y_c (dirs, batch, hidden) or (batch, dirs, hidden). */
+FBX__RANK_RULE(RNN) {
+  if (fbx__rank_in_rank(g, n, 0) != 3) return;
+  const fbx_onnx_value *x = fbx__rank_in(g, n, 0);
+  const char *dir = fbx_onnx_attr_string(n, "direction", "forward");
+  int64_t D = strcmp(dir, "bidirectional") == 0 ? 2 : 1, H = fbx_onnx_attr_int(n, "hidden_size", -1);
+  int layout = (int)fbx_onnx_attr_int(n, "layout", 0);
+  int64_t S = x->dims[layout ? 1 : 0], B = x->dims[layout ? 0 : 1];
+  if (H < 1) H = -1;
+  S = S >= 0 ? S : -1, B = B >= 0 ? B : -1;
+  fbx__rank_set_dynamic(&out[0], 4);
+  out[0].d[0] = layout ? B : S, out[0].d[1] = layout ? S : D, out[0].d[2] = layout ? D : B, out[0].d[3] = H;
+  for (int k = 1; k < 3 && k < fbx__rank_n_out(n); k++) {
+    fbx__rank_set_dynamic(&out[k], 3);
+    out[k].d[0] = layout ? B : D, out[k].d[1] = layout ? D : B, out[k].d[2] = H;
+  }
+}
+
 static const fbx__rank_rule_fn fbx__rank_rules[] = {
 #define X(r) fbx__rank_rule_##r,
     FBX_ONNX_RANK_RULES(X)

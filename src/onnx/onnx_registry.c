@@ -181,7 +181,13 @@
     "qk_output,causal,sliding_window_cache,k_quant_type,v_quant_type,kv_cache_bit_width,qk_norm_epsilon,"     \
     "mask_filter_value")                                                                                     \
   X("RotaryEmbedding", "com.microsoft", 1, 1, rope, SAME, OP(ROTARY),                                         \
-    "interleaved,is_packed_batching,num_heads,rotary_embedding_dim,scale")
+    "interleaved,is_packed_batching,num_heads,rotary_embedding_dim,scale")                                   \
+  /* ---- recurrent ops (onnx_ops_rnn.c) ---- */                                                              \
+  X("LSTM", "", 7, M, rnn, RNN, OP(LSTM),                                                                     \
+    "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout")            \
+  X("GRU", "", 7, M, rnn, RNN, OP(GRU),                                                                       \
+    "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset")     \
+  X("RNN", "", 7, M, rnn, RNN, OP(RNN), "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \
@@ -304,6 +310,11 @@ bool fbx_onnx_node_claimable(const fbx_onnx_graph *g, int node_index, char *reas
     if (!v) continue;
     if (!fbx__onnx_check_value(&c, v, "output", i)) return false;
   }
-  if (n->n_outputs < 1 || !fbx__onnx_cout(&c, 0)) return fbx__onnx_fail(&c, "output 0 missing");
+  /* the recurrent ops' outputs are all optional (Y_h alone is common); every
+   * other translator binds output 0 */
+  bool any_out = false;
+  for (int i = 0; i < n->n_outputs; i++) any_out |= fbx__onnx_cout(&c, i) != NULL;
+  if (n->n_outputs < 1 || (!fbx__onnx_cout(&c, 0) && (e->claim != fbx__onnx_claim_rnn || !any_out)))
+    return fbx__onnx_fail(&c, "output 0 missing");
   return e->claim(&c);
 }

@@ -555,6 +555,14 @@ static void test_declines_and_errors(void) {
   char why[256] = "";
   CHECK(!fbx_cuda_backend_supports(g_cuda, &nd, &x, 1, why, sizeof why) && strstr(why, "device 'cuda'") &&
             strstr(why, "NON_ZERO"), "NON_ZERO declined with the device named: '%s'", why);
+  /* the recurrent ops have CPU kernels only: GetCapability leaves them to ORT on device=cuda */
+  const fbx_ir_op rnn_ops[3] = {FBX_IR_OP_LSTM, FBX_IR_OP_GRU, FBX_IR_OP_RNN};
+  for (int i = 0; i < 3; i++) {
+    fbx_ir_node rn = {.op = rnn_ops[i], .n_inputs = 1, .n_outputs = 1, .inputs = ids, .outputs = ids};
+    CHECK(!fbx_cuda_backend_supports(g_cuda, &rn, &x, 1, why, sizeof why) && strstr(why, "device 'cuda'") &&
+              strstr(why, fbx_ir_op_name(rnn_ops[i])), "%s declined with the device named: '%s'",
+          fbx_ir_op_name(rnn_ops[i]), why);
+  }
   nd.op = FBX_IR_OP_MATMUL;
   nd.n_inputs = 2;
   fbx_tensor d[2] = {T(FBX_DTYPE_F64, 2, 2), T(FBX_DTYPE_F64, 2, 2)};

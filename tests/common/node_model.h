@@ -23,10 +23,13 @@
 
 typedef struct nm_attr {
   const char *name;
-  int type;  // 1 float, 2 int, 3 string
+  int type;  // 1 float, 2 int, 3 string, 6 floats, 8 strings
   float f;
   int64_t i;
   const char *s;
+  const float *fs;           // floats
+  const char *const *ss;     // strings
+  int n;                     // count of fs / ss
 } nm_attr;
 
 typedef struct nm_model {
@@ -64,8 +67,15 @@ static inline void nm_output(nm_model *m, const char *name, int dtype) {
   m->out_dtype[m->n_out] = dtype;
   m->out[m->n_out++] = name;
 }
-static inline void nm_attr_f(nm_model *m, const char *n, float v) { m->at[m->n_at++] = (nm_attr){n, 1, v, 0, NULL}; }
-static inline void nm_attr_i(nm_model *m, const char *n, int64_t v) { m->at[m->n_at++] = (nm_attr){n, 2, 0, v, NULL}; }
+static inline void nm_attr_f(nm_model *m, const char *n, float v) { m->at[m->n_at++] = (nm_attr){.name = n, .type = 1, .f = v}; }
+static inline void nm_attr_i(nm_model *m, const char *n, int64_t v) { m->at[m->n_at++] = (nm_attr){.name = n, .type = 2, .i = v}; }
+static inline void nm_attr_s(nm_model *m, const char *n, const char *v) { m->at[m->n_at++] = (nm_attr){.name = n, .type = 3, .s = v}; }
+static inline void nm_attr_fs(nm_model *m, const char *n, const float *v, int cnt) {
+  m->at[m->n_at++] = (nm_attr){.name = n, .type = 6, .fs = v, .n = cnt};
+}
+static inline void nm_attr_ss(nm_model *m, const char *n, const char *const *v, int cnt) {
+  m->at[m->n_at++] = (nm_attr){.name = n, .type = 8, .ss = v, .n = cnt};
+}
 
 // Dimension k of the comma list sym ("" or NULL: none) into buf.
 static inline const char *nm_sym_at(const char *sym, int k, char *buf, size_t cap) {
@@ -97,8 +107,12 @@ static inline int nm_write(const nm_model *m, const char *path) {
     pbw_str(&at, 1, a->name);
     if (a->type == 1) pbw_f32(&at, 2, a->f);
     else if (a->type == 2) pbw_int(&at, 3, a->i);
+    else if (a->type == 6)
+      for (int k = 0; k < a->n; k++) pbw_f32(&at, 7, a->fs[k]);
+    else if (a->type == 8)
+      for (int k = 0; k < a->n; k++) pbw_str(&at, 9, a->ss[k]);
     else pbw_str(&at, 4, a->s);
-    pbw_int(&at, 20, a->type);
+    pbw_int(&at, 20, a->type == 3 ? 3 : a->type);
     pbw_sub(&n, 5, &at);
   }
   if (m->domain && *m->domain) pbw_str(&n, 7, m->domain);

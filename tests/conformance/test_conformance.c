@@ -497,7 +497,7 @@ static void cf__collect(const char *root, const cf_opts *o, char ***list, size_t
     nn++;
   }
   closedir(d);
-  qsort(names, nn, sizeof(*names), cf__strcmp_p);
+  if (nn) qsort(names, nn, sizeof(*names), cf__strcmp_p); /* names is NULL when nothing matched */
   char **nl = realloc(*list, (*n + nn + 1) * sizeof(*nl));
   if (nl) {
     *list = nl;

@@ -318,6 +318,7 @@ static void test_registry_rules(void) {
       [FBX_ONNX_RANK_EXPAND] = -2, [FBX_ONNX_RANK_COFS] = -2, [FBX_ONNX_RANK_ONEHOT] = 3,
       [FBX_ONNX_RANK_COMPRESS] = 1, [FBX_ONNX_RANK_SKIPNORM] = 2,
       [FBX_ONNX_RANK_MNB] = 2, [FBX_ONNX_RANK_GQA] = -1 /* query rank 2 is not a GQA query */,
+      [FBX_ONNX_RANK_RNN] = -1 /* X of rank 2 is not a sequence */,
   };
   int n_msft = 0;
   for (int i = 0; i < fbx_onnx_registry_count(); i++) {
@@ -340,7 +341,28 @@ static void test_registry_rules(void) {
   printf("  registry rows: %d (%d com.microsoft)\n", fbx_onnx_registry_count(), n_msft);
 }
 
+/* LSTM/GRU/RNN: Y (seq, dirs, batch, hidden) / Y_h (dirs, batch, hidden);
+ * layout 1 puts batch first: Y (batch, seq, dirs, hidden), Y_h (batch, dirs, hidden). */
+static void test_rnn(void) {
+  tb_reset();
+  int x = input("x", 3, D(7, 2, 3)), w = input("w", 3, D(1, 20, 3)), r = input("r", 3, D(1, 20, 5));
+  int y = val("y", -1, NULL), yh = val("yh", -1, NULL), yc = val("yc", -1, NULL);
+  attr_int(node("LSTM", 14, 3, I(x, w, r), 3, I(y, yh, yc)), "hidden_size", 5);
+  int x1 = input("x1", 3, D(2, 7, 3)), w1 = input("w1", 3, D(1, 12, 3)), r1 = input("r1", 3, D(1, 12, 4));
+  int y1 = val("y1", -1, NULL), yh1 = val("yh1", -1, NULL);
+  fbx_onnx_node *g = node("GRU", 14, 3, I(x1, w1, r1), 2, I(y1, yh1));
+  attr_int(g, "hidden_size", 4);
+  attr_int(g, "layout", 1);
+  CHECK(fbx_onnx_graph_infer_ranks(&B.g) == NULL, "rnn: infer_ranks failed");
+  expect(y, 4, D(7, 1, 2, 5));
+  expect(yh, 3, D(1, 2, 5));
+  expect(yc, 3, D(1, 2, 5));
+  expect(y1, 4, D(2, 7, 1, 4));
+  expect(yh1, 3, D(2, 1, 4));
+}
+
 int main(void) {
+  test_rnn();
   test_chain();
   test_static();
   test_undecided();

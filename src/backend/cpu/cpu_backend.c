@@ -74,6 +74,9 @@ static fbx_status *fbx__cpu_node_prepare(fbx_backend *be, const fbx_ir_node *nod
   if (node->op == FBX_IR_OP_MATMUL)
     return fbx_cpu_matmul_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
   if (node->op == FBX_IR_OP_MATMUL_NBITS) return fbx_cpu_mnb_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
+  if (node->op == FBX_IR_OP_LSTM || node->op == FBX_IR_OP_GRU || node->op == FBX_IR_OP_RNN)
+    return fbx_cpu_rnn_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
+  if (node->op == FBX_IR_OP_CONV) return fbx_cpu_conv_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
   return NULL;
 }
 
@@ -82,6 +85,8 @@ static void fbx__cpu_node_release(fbx_backend *be, const fbx_ir_node *node, void
   if (!state) return;
   if (node->op == FBX_IR_OP_MATMUL) fbx_cpu_matmul_release(state);
   if (node->op == FBX_IR_OP_MATMUL_NBITS) fbx_cpu_mnb_release(state);
+  if (node->op == FBX_IR_OP_LSTM || node->op == FBX_IR_OP_GRU || node->op == FBX_IR_OP_RNN) fbx_cpu_rnn_release(state);
+  if (node->op == FBX_IR_OP_CONV) fbx_cpu_conv_release(state);
 }
 
 static fbx_status *fbx__cpu_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,

@@ -61,7 +61,6 @@ fbx_status *fbx_cpu_conv_geom_fill(const fbx_ir_node *node, const fbx_tensor *x,
 }
 
 fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
-  (void)state;
   (void)n_out;
   if (n_in < 2) return FBX_ERR_ARG("CONV: needs X and W");
   fbx_cpu_conv_geom g;
@@ -71,6 +70,7 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
   if (g.G == g.C && g.M == g.C) return fbx_cpu_conv_dw_run(c, node, in, n_in, out, &g, info);
+  if (OS <= FBX_CPU_CONV_SMALL_MAX_OS) return fbx_cpu_conv_small_run(c, node, state, in, n_in, out, &g, info);
   if (fbx_cpu_conv_direct_ok(&g)) return fbx_cpu_conv_direct_run(c, node, in, n_in, out, &g, info);
   return fbx_cpu_conv_tiled_run(c, node, in, n_in, out, &g, info);
 }

@@ -4,6 +4,8 @@
  *   cpu_conv_dw.c        depthwise (group == C == M); its AVX-512 plane kernel in
  *                        cpu_conv_dw_avx512.c
  *   cpu_conv_direct.c    2D direct: stride-phase planes + GEMM on per-tap offsets
+ *   cpu_conv_small.c     <= 16 output positions per image: transposed columns, dot products
+ *                        or W packed once + the small-M kernel over channels
  *   cpu_conv_tiled.c     1x1 stride 1 and everything else (3D, negative pads): tiled im2col
  *   cpu_conv_transpose.c CONV_TRANSPOSE
  *   cpu_conv_gemm.c      the GEMM micro-kernel they call (fbx_cpu_conv_gemm*) */
@@ -34,6 +36,10 @@ void fbx_cpu_conv_dw2_plane_avx512(const float *xp, int64_t PW, const float *w, 
 bool fbx_cpu_conv_direct_ok(const fbx_cpu_conv_geom *g);
 fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                                     fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
+#define FBX_CPU_CONV_SMALL_MAX_OS 16
+/* state: fbx_cpu_conv_prepare's (W packed at the first run on this path), or NULL */
+fbx_status *fbx_cpu_conv_small_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
+                                   int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
 fbx_status *fbx_cpu_conv_tiled_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                                    fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
 

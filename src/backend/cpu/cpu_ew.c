@@ -93,6 +93,9 @@ static void fbx__ew_tanh_f32(const float *a, float *o, int64_t n) {
   }
   for (; i < n; i++) o[i] = tanhf(a[i]);
 }
+void fbx_cpu_sigmoid_f32(const float *a, float *o, int64_t n) { fbx__ew_sigmoid_f32(a, o, n); }
+void fbx_cpu_tanh_f32(const float *a, float *o, int64_t n) { fbx__ew_tanh_f32(a, o, n); }
+
 /* max(0, min(1, alpha x + beta)), NaN -> NaN: minps/maxps with the constant
  * first return the NaN operand (GCC compiles the select form to compares and
  * blends, ~20% slower). */

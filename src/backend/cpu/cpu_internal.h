@@ -104,6 +104,15 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                                 const fbx_tensor *inputs, void **state);
 void fbx_cpu_mnb_release(void *state);
 
+/* CONV (cpu_conv.c): constant W packed for the few-output-positions path. */
+fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                 const fbx_tensor *inputs, void **state);
+void fbx_cpu_conv_release(void *state);
+/* LSTM / GRU / RNN (cpu_rnn.c): constant W / R packed once per direction. */
+fbx_status *fbx_cpu_rnn_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                const fbx_tensor *inputs, void **state);
+void fbx_cpu_rnn_release(void *state);
+
 /* ---- GEMV (cpu_gemv.c) ---- */
 #define FBX_CPU_GEMV_PANEL 16
 /* Packed B: panels of 16 columns, K-major: packed[(p*K + k)*16 + j] = B[k, p*16+j]
@@ -135,6 +144,11 @@ void fbx_cpu_conv_gemm_off(const float *w, int64_t ldw, const float *bias, const
                            int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc);
 /* Pack row r of B (width contiguous floats at src) into bpk. */
 void fbx_cpu_conv_pack_row(float *bpk, int64_t K, int64_t r, const float *src, int64_t width);
+
+/* The elementwise kernels' float32 Sigmoid and Tanh over n floats (cpu_ew.c;
+ * a == o allowed), for kernels that apply them inside (the recurrent cells). */
+void fbx_cpu_sigmoid_f32(const float *a, float *o, int64_t n);
+void fbx_cpu_tanh_f32(const float *a, float *o, int64_t n);
 
 /* ---- shared helpers (cpu_util.c) ---- */
 int64_t fbx_cpu_numel(const fbx_tensor *t);
