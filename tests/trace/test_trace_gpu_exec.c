@@ -20,6 +20,7 @@ int main(void) {
 #include <math.h>
 
 #include "backend/backend.h"
+#include "backend/backend_cuda.h"
 #include "common/exec_outs.h"
 #include "exec/exec_compiled.h"
 #include "exec/exec_gpuobs.h"
@@ -217,7 +218,119 @@ static int t_exec_off(void) {
   return 0;
 }
 
+/* ---- the real thing: the CUDA backend with CUPTI (skips without a GPU) ---- */
+static int child_cuda(void) {
+  for (int i = 0; i < D * D; i++) W[i] = (float)((i * 7) % 11 - 5) * 0.125f;
+  for (int i = 0; i < D; i++) B[i] = (float)i * 0.5f;
+  for (int i = 0; i < 2 * D; i++) X[i] = (float)(i % 5 - 2) * 0.25f;
+  char exe[4096], lib[4200];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* build/tests/ -> build/libfusebox_cuda.so */
+  exe[n > 0 ? n : 0] = 0;
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = 0;
+  snprintf(lib, sizeof lib, "%s/../libfusebox_cuda.so", slash ? exe : ".");
+  fbx_backend *cuda = NULL, *cpu = NULL;
+  fbx_cuda_options go = {.device_id = 0, .library = lib};
+  fbx_status *st = fbx_cuda_backend_open(&go, &cuda);
+  if (st) {
+    bool skip = fbx_status_code_of(st) == FBX_STATUS_NOT_IMPLEMENTED;
+    fprintf(stderr, "%s: %s\n", skip ? "SKIP" : "FAIL", fbx_status_message(st));
+    fbx_status_free(st);
+    return skip ? 0 : 20;
+  }
+  fbx_cpu_options co = {.threads = 1};
+  if (fbx_cpu_backend_create(&co, &cpu)) return 21;
+  fbx_trace_session *s = fbx_trace_session_create("gpu-cuda");
+  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 2, .host = cpu};
+  fbx_ir_compiled *c = NULL;
+  if (fbx_ir_compiled_create(two_nodes(), cuda, &oo, "two_cuda", &c)) return 22;
+  outs o = {0};
+  fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, D}, .data = X};
+  int rc = 0;
+  for (int run = 0; run < RUNS && !rc; run++) {
+    fbx_trace_session_bind(s);
+    fbx_ir_run_report r;
+    st = fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r);
+    fbx_trace_session_bind(NULL);
+    if (st) {
+      fprintf(stderr, "run: %s\n", fbx_status_message(st));
+      fbx_status_free(st);
+      rc = 23;
+    }
+  }
+  fbx_exec_gpuobs_finish(cuda);
+  fbx_trace_session_destroy(s);
+  fbx_ir_compiled_destroy(c);
+  outs_free(&o);
+  fbx_backend_destroy(cuda);
+  fbx_backend_destroy(cpu);
+  return rc;
+}
+
+static int t_cuda(void) {
+  char *tr = path_of("cuda.json"), *cap = path_of("cuda_cap.json"), *err = path_of("cuda.err");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), envv(1, "FUSEBOX_GPU_CAPTURE=%s", cap),
+                       envv(2, "FUSEBOX_GPU_CAPTURE_EVAL=%s", "2"), NULL};
+  int rc = run_child("cuda", env, err);
+  char *se = slurp(err);
+  if (rc) fprintf(stderr, "%s", se ? se : "");
+  CHECK(rc == 0);
+  if (se && !strncmp(se, "SKIP", 4)) {
+    printf("     (no GPU: %.*s)\n", (int)strcspn(se, "\n"), se);
+    free(se);
+    return 0;
+  }
+  CHECK(se && strstr(se, "slowest ops (device time)"));
+  free(se);
+  json_t *j = NULL, *c = NULL;
+  CHECK(load_ok(tr, &j));
+  /* every kernel of every eval is attributed to mm (cuBLASLt's GEMM) or add (our ew_kernel,
+   * fused or not); per eval both nodes have an op.device slice, and their device times add
+   * up to at most the eval's busy time (uploads and output copies belong to no node) */
+  double op_us[RUNS + 2] = {0}, ev_us[RUNS + 2] = {0};
+  int ew[RUNS + 2] = {0}, mm[RUNS + 2] = {0}, cap_kernels_in_trace = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events(j), i, e) {
+    const char *cat = str(e, "cat"), *nm = str(e, "name");
+    if (!cat || !nm) continue;
+    int64_t ev = arg_int(e, "eval");
+    if (ev < 1 || ev > RUNS) continue;
+    if (!strcmp(cat, "gpu.kernel")) {
+      const char *node = arg_s(e, "node");
+      CHECK(node && (!strcmp(node, "mm") || !strcmp(node, "add")));
+      if (strstr(nm, "ew_kernel")) CHECK(!strcmp(node, "add"));
+      if (ev == 3) cap_kernels_in_trace++;
+    } else if (!strcmp(cat, "op.device")) {
+      op_us[ev] += arg_num(e, "device_us");
+      if (!strcmp(arg_s(e, "node"), "mm")) mm[ev]++;
+      if (!strcmp(arg_s(e, "node"), "add")) ew[ev]++;
+    } else if (!strcmp(cat, "device") && !strcmp(nm, "fusebox.eval") && arg_s(e, "side")) {
+      ev_us[ev] += arg_num(e, "device_us");
+    }
+  }
+  for (int ev = 1; ev <= RUNS; ev++) {
+    CHECK(mm[ev] == 1 && ew[ev] == 1);
+    CHECK(op_us[ev] > 0 && op_us[ev] <= ev_us[ev] + 1e-3);
+  }
+  CHECK(load_ok(cap, &c));
+  int nk = 0;
+  json_array_foreach(events(c), i, e) {
+    const char *cat = str(e, "cat");
+    if (cat && !strcmp(cat, "gpu.kernel")) {
+      nk++;
+      CHECK(arg_int(e, "eval") == 3);
+    }
+  }
+  CHECK(nk == cap_kernels_in_trace && nk >= 2);
+  printf("     cuda: every kernel attributed; capture of eval index 2 holds its %d kernels\n", nk);
+  json_decref(j);
+  json_decref(c);
+  return 0;
+}
+
 static const tcase k_cases[] = {
+    {"cuda_attribution_two_nodes", t_cuda, "cuda", child_cuda},
     {"exec_attribution_capture", t_exec, "exec", child_exec},
     {"exec_all_unset_no_recording", t_exec_off, NULL, NULL},
 };
