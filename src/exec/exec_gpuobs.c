@@ -100,11 +100,11 @@ void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
     e->nvtx = true;
   }
   const fbx_backend_obs *o = be->vt->obs;
-  if (!o || !(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE))) return;
+  if (!o || !(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_PROFILER))) return;
   bool capture = false;
   uint64_t eval = fbx_trace_gpu_eval_begin(&capture);
   __atomic_store_n(&g_last_eval, eval, __ATOMIC_RELAXED);
-  if (!(f & FBX_TRACE_F_JSON) && !capture) return; /* capture only, and not this eval */
+  if (!(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)) && !capture) return; /* capture only, and not this eval */
   e->eval = eval;
   e->capture = capture;
   bool rec = recording_on(be);
@@ -136,7 +136,7 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
       drain(be, true); /* the run synchronised: every record of this eval is complete */
       if (fbx_trace_gpu_capture_write())
         fprintf(stderr, "[fusebox] FUSEBOX_GPU_CAPTURE: the capture file was not written\n");
-      if (!(fbx_trace_flags() & FBX_TRACE_F_JSON) && o->activity_enable) {
+      if (!(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)) && o->activity_enable) {
         pthread_mutex_lock(&g_mu);
         if (g_recording) fbx_status_free(o->activity_enable(be, false));
         g_recording = 0;
@@ -165,7 +165,9 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
 }
 
 void fbx_exec_gpuobs_finish(fbx_backend *be) {
-  if (!be || !be->vt->obs || !(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE))) return;
+  if (!be || !be->vt->obs ||
+      !(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_PROFILER)))
+    return;
   pthread_mutex_lock(&g_mu);
   bool rec = g_recording;
   if (g_total_be == be) g_total_be = NULL;

@@ -26,7 +26,8 @@ void fbx__gpuobs_node_slow(fbx_backend *be, fbx_trace_op_site *site);
 static inline void fbx__gpuobs_begin(fbx_backend *be, fbx__gpuobs_eval *e) {
   e->eval = 0;
   e->capture = e->nvtx = false;
-  if (__builtin_expect(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_NVTX), 0))
+  if (__builtin_expect(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_NVTX |
+                                            FBX_TRACE_F_PROFILER), 0))
     fbx__gpuobs_begin_slow(be, e);
 }
 static inline void fbx__gpuobs_end(fbx_backend *be, fbx__gpuobs_eval *e) {
@@ -39,8 +40,9 @@ static inline void fbx__gpuobs_node(fbx_backend *be, fbx_trace_op_site *site) {
 }
 
 /* Teardown (the ep layer, before the trace session is destroyed): every
- * record still buffered goes to the trace, the open device slices close and
- * recording stops for this backend. NULL or a backend without obs: nothing. */
+ * record still buffered goes to the trace and the open device slices close
+ * (recording itself stays on: the profiling library is process-wide and
+ * other backends may still record). NULL or a backend without obs: nothing. */
 void fbx_exec_gpuobs_finish(fbx_backend *be);
 
 #endif

@@ -117,6 +117,9 @@ static void head(fbx__sbuf *b, const char *name, const char *cat, const char *ph
 
 static void span(fbx__sbuf *b, const char *name, const char *cat, uint32_t stream, uint64_t t0, uint64_t t1,
                  const fbx_trace_arg *args, int n_args) {
+  /* ORT profiling on: the device slices go to ORT's profile too, on the ORT timeline by their
+   * device times, tagged like every Fusebox event (fbx_cat) and bound to the draining session */
+  if (fbx_trace_flags() & FBX_TRACE_F_PROFILER) fbx__trace_profiler_record(name, cat, t0, t1, args, n_args);
   head(b, name, cat, "X", stream);
   fbx__sbuf_puts(b, ",\"ts\":");
   fbx__sbuf_ts(b, rel(t0));
@@ -204,7 +207,9 @@ static const char *copy_dir(int k) {
 }
 
 void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a) {
-  if (!(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_GPU_CAPTURE)) || !a) return;
+  if (!(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_SUMMARY | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_PROFILER)) ||
+      !a)
+    return;
   pthread_mutex_lock(&g_mu);
   stream_state *st = stream_of(a->stream);
   if (!st) {

@@ -268,7 +268,50 @@ static int t_off(void) {
   return 0;
 }
 
+/* ORT profiling on (no FUSEBOX_TRACE): the device slices are in the profiler's store with
+ * their device times, bound to the session that drained them. */
+typedef struct prof_count { int kernels, ops, evals; double mm_us; const fbx_trace_session *s; int wrong_session; } prof_count;
+static void prof_visit(void *ctx, const fbx_trace_prof_event *ev) {
+  prof_count *c = ctx;
+  if (ev->session != c->s) c->wrong_session++;
+  if (!strcmp(ev->cat, "gpu.kernel")) c->kernels++;
+  if (!strcmp(ev->cat, "op.device")) {
+    c->ops++;
+    if (!strcmp(ev->name, "MatMul")) c->mm_us += (double)(ev->t1_ns - ev->t0_ns) / 1e3;
+  }
+  if (!strcmp(ev->cat, "device") && !strcmp(ev->name, "fusebox.eval")) c->evals++;
+}
+static int child_profiler(void) {
+  fbx_trace_session *s = fbx_trace_session_create("gpu-prof");
+  fbx_trace_profiler_begin();
+  uint64_t since = fbx_trace_now_ns();
+  fbx_trace_session_bind(s);
+  fbx_trace_op_site *mm = fbx_trace_op_site_get(s, &k_mm), *add = fbx_trace_op_site_get(s, &k_add);
+  if (!mm || !add) return 3;
+  bool cap = false;
+  uint64_t ev = fbx_trace_gpu_eval_begin(&cap);
+  uint64_t t0 = fbx_trace_now_ns() + 1000;
+  fbx_trace_gpu_act a[] = {act(1, K_MM, t0, 0, 10, ev, mm, 10), act(1, K_MM, t0, 12, 20, ev, mm, 11),
+                           act(1, "add_f32", t0, 26, 30, ev, add, 13)};
+  for (int i = 0; i < 3; i++) fbx_trace_gpu_activity(&a[i]);
+  fbx_trace_gpu_drained(true);
+  prof_count c = {.s = s};
+  fbx_trace_profiler_collect(since, NULL, prof_visit, &c);
+  fbx_trace_session_bind(NULL);
+  fbx_trace_profiler_end();
+  fbx_trace_session_destroy(s);
+  if (c.kernels != 3 || c.ops != 2 || c.evals != 1 || c.wrong_session) return 4;
+  if (fabs(c.mm_us - 20.0) > 1e-6) return 5; /* MatMul's slice: [0, 20] us */
+  return 0;
+}
+static int t_profiler(void) {
+  const char *env[] = {NULL};
+  CHECK(run_child("profiler", env, path_of("prof.err")) == 0);
+  return 0;
+}
+
 static const tcase k_cases[] = {
+    {"gpu_events_in_ort_profiler_store", t_profiler, "profiler", child_profiler},
     {"gpu_counters_without_nvml", t_counters_no_nvml, "counters", child_counters},
     {"gpu_counters_library_not_nvml", t_counters_not_nvml, NULL, NULL},
     {"gpu_track_device_times_capture_file", t_activity, "activity", child_activity},
