@@ -15,13 +15,15 @@
  *          every 100 ms from its own thread, so the hot path does not wait);
  *          the gpu counters are sampled.
  * NVTX: a "fusebox.eval" range per eval on every backend (FUSEBOX_NVTX, or
- * tracing/capture on), in NVTX's default domain like the other ranges. */
+ * tracing/capture on) and, on device backends while tracing, one range per
+ * node named by its op type, in NVTX's default domain (as trace_nvtx.c). */
 #include "exec_gpuobs.h"
 
 #include <pthread.h>
 #include <stdio.h>
 
 static __thread uint64_t tl_eval;      /* the eval this thread is running (0: none) */
+static __thread int tl_nvtx_node;      /* a per-node NVTX range is open on this thread */
 static int g_recording;                /* activity recording is on (process-wide: the profiler is) */
 static int g_failed;                   /* enabling failed once: not retried, said once */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -122,6 +124,10 @@ void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
 }
 
 void fbx__gpuobs_node_slow(fbx_backend *be, fbx_trace_op_site *site) {
+  /* NVTX: one range per node on a device backend, named like its op span (nested in fusebox.eval) */
+  if (tl_nvtx_node) fbx_trace_nvtx_pop();
+  tl_nvtx_node = site && (fbx_trace_flags() & FBX_TRACE_F_NVTX);
+  if (tl_nvtx_node) fbx_trace_nvtx_push(fbx_trace_op_site_name(site));
   if (!tl_eval || !be->vt->obs->activity_tag) return;
   be->vt->obs->activity_tag(be, tag_make(tl_eval, site));
 }
@@ -160,6 +166,8 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
     }
   }
   e->eval = 0;
+  if (tl_nvtx_node) fbx_trace_nvtx_pop(); /* the last node's range (an error mid-run skips the clearing tag) */
+  tl_nvtx_node = 0;
   if (e->nvtx) fbx_trace_nvtx_pop();
   e->nvtx = false;
 }

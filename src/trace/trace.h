@@ -227,6 +227,8 @@ void fbx_trace_gpu_drained(bool final);
 /* Writes the capture file (FUSEBOX_GPU_CAPTURE) from the captured eval's
  * records: a trace of its own, valid JSON. 0 on success (or nothing to do). */
 int fbx_trace_gpu_capture_write(void);
+/* The op type a site's spans are named by ("MatMul"; "" for NULL): NVTX ranges per node. */
+const char *fbx_trace_op_site_name(const fbx_trace_op_site *site);
 
 #else /* FBX_TRACE_COMPILED_OUT: every entry point is an empty inline stub */
 
@@ -308,6 +310,7 @@ static inline uint64_t fbx_trace_gpu_eval_begin(bool *capture) { *capture = fals
 static inline void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a) { (void)a; }
 static inline void fbx_trace_gpu_drained(bool final) { (void)final; }
 static inline int fbx_trace_gpu_capture_write(void) { return 0; }
+static inline const char *fbx_trace_op_site_name(const fbx_trace_op_site *site) { (void)site; return ""; }
 
 #endif /* FBX_TRACE_COMPILED_OUT */
 

@@ -66,6 +66,8 @@ uint64_t fbx_trace_gpu_eval_begin(bool *capture) {
   return idx + 1;
 }
 
+const char *fbx_trace_op_site_name(const fbx_trace_op_site *site) { return site && site->op ? site->op : ""; }
+
 /* ---- streaming slice state ---- */
 typedef struct stream_state {
   uint32_t stream;
