@@ -108,6 +108,7 @@ static void CUPTIAPI fbx__buf_completed(CUcontext ctx, uint32_t stream, uint8_t 
   (void)stream;
   (void)size;
   CUpti_Activity *r = NULL;
+  if (!buffer) return;
   pthread_mutex_lock(&g_cu.mu);
   while (valid && g_cu.next(buffer, valid, &r) == CUPTI_SUCCESS) {
     fbx_device_activity a;
