@@ -168,7 +168,8 @@ static void add_event(agg *a, json_t *e) {
   } else if (!strcmp(name, "fusebox.slowest_ops")) {
     a->slowest = e;
   } else if ((!strcmp(cat, "ep.phase") && !strncmp(name, "fusebox.", 8)) ||
-             (!strcmp(cat, "device") && !strcmp(name, "fusebox.eval"))) {
+             (!strcmp(cat, "device") && !strcmp(name, "fusebox.eval") &&
+              !(sget(args, "side") && !strcmp(sget(args, "side"), "device")))) { /* not the GPU track's copy */
     tally *t = tally_get(&a->phases, name + 8);
     if (t) {
       t->us += dur;

@@ -34,6 +34,7 @@
 #include "../base/status.h"
 #include "../base/tensor.h"
 #include "../ir/ir_graph.h"
+#include "backend_obs.h"
 
 
 /* What a kernel tells the tracer about the variant it chose (static strings). */
@@ -183,6 +184,9 @@ typedef struct fbx_backend_vtable {
   fbx_status *(*graph_end)(fbx_backend *be, fbx_backend_graph **out); /* *out owned by caller */
   fbx_status *(*graph_launch)(fbx_backend *be, fbx_backend_graph *g);
   void (*graph_destroy)(fbx_backend *be, fbx_backend_graph *g);       /* NULL g is fine */
+
+  /* ---- optional: observability (backend_obs.h; NULL = none) ---- */
+  const struct fbx_backend_obs *obs;
 } fbx_backend_vtable;
 
 struct fbx_backend {

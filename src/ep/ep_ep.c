@@ -6,6 +6,7 @@
 
 #include "../backend/backend_cuda.h"
 #include "../base/alloc.h"
+#include "../exec/exec_gpuobs.h"
 #include "ep_internal.h"
 #include "ep_profiler.h"
 
@@ -146,6 +147,7 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, cons
 
 void fbx_ep_destroy(fbx_ep *ep) {
   if (!ep) return;
+  fbx_exec_gpuobs_finish(ep->backend); /* device activity still buffered -> the trace (GPU backends) */
   fbx_trace_session_destroy(ep->trace); /* prints the summary when tracing is on */
   fbx_backend_destroy(ep->backend);
   fbx_backend_destroy(ep->host_backend);

@@ -26,7 +26,26 @@ enum {
   FBX_TRACE_F_CLAIM = 1 << 3,    /* FUSEBOX_CLAIM_DEBUG */
   FBX_TRACE_F_NVTX = 1 << 4,     /* NVTX ranges */
   FBX_TRACE_F_PROFILER = 1 << 5, /* ORT profiling collects our events */
+  FBX_TRACE_F_GPU_CAPTURE = 1 << 6, /* FUSEBOX_GPU_CAPTURE: one eval is captured (trace_gpu.c) */
 };
+
+/* ---- GPU observability (helper "gpuobs"; trace_gpu.c, trace_gpu_nvml.c) ----
+ * One completed piece of device work, as the executor's glue hands it over
+ * (src/exec/exec_gpuobs.c translates the backend's records). Times: host
+ * CLOCK_MONOTONIC ns (fbx_trace_now_ns's clock). */
+typedef struct fbx_trace_op_site fbx_trace_op_site;
+typedef struct fbx_trace_gpu_act {
+  int kind;                        /* 1 kernel, 2 memcpy, 3 memset */
+  const char *name;                /* kernel name (copied), or NULL */
+  uint64_t start_ns, end_ns;
+  uint32_t stream, correlation;
+  uint64_t eval;                   /* fbx_trace_gpu_eval_begin's number; 0 = outside any eval */
+  fbx_trace_op_site *site;         /* the node that launched it (NULL: none known) */
+  int32_t grid[3], block[3], registers, shared_bytes;
+  uint64_t bytes;                  /* copies and memsets */
+  int32_t copy_kind;               /* 1 HtoD, 2 DtoH, 8 DtoD, else 0 */
+  int graph;                       /* replayed from a CUDA graph */
+} fbx_trace_gpu_act;
 
 /* ---- events ---- */
 typedef enum fbx_trace_arg_type { FBX_TARG_INT, FBX_TARG_DBL, FBX_TARG_STR, FBX_TARG_SHAPES } fbx_trace_arg_type;
@@ -61,7 +80,6 @@ typedef struct fbx_trace_session fbx_trace_session;
  * session's per-op-type times and fast/composed counts: the same events and
  * statistics as emitting them one by one, at a fraction of the cost (the
  * constant text is formatted once per site, at flush). */
-typedef struct fbx_trace_op_site fbx_trace_op_site;
 typedef struct fbx_trace_op_site_desc {
   const void *scope;           /* executions of sites of one scope never overlap (one scope per
                                   serially run graph); part of the site's identity */
@@ -181,6 +199,37 @@ void fbx_trace_flush(void);
 void fbx_trace_claim_debug(const char *node_name, const char *domain, const char *op_type,
                            bool claimed, const char *reason);
 
+/* ---- additions (helper "gpuobs"): GPU counters, capture, device activity ---- */
+/* FUSEBOX_GPU_CAPTURE=<path> set: the index of the eval to capture
+ * (FUSEBOX_GPU_CAPTURE_EVAL, default 0; evals on device backends are counted
+ * process-wide from 0); -1 when unset. */
+int64_t fbx_trace_gpu_capture_eval(void);
+/* Counter tracks at an eval boundary of a device backend: fusebox.gpu_mem_bytes
+ * (the engine's device memory, the backend's own accounting), fusebox.gpu_mem_pct
+ * (of total_bytes; skipped when 0), and from NVML (libnvidia-ml.so.1, dlopened;
+ * absent library, device or query = no sample, no error) fusebox.gpu_util_pct
+ * and fusebox.gpu_sm_clock_mhz, read at most every 20 ms. bus_id: the device's
+ * PCI bus id (NULL: NVML device 0). FUSEBOX_TRACE only. */
+void fbx_trace_sample_gpu(const char *bus_id, size_t engine_bytes, size_t total_bytes);
+/* Starts an eval on a device backend: returns its number (from 1), with
+ * *capture true when it is the eval FUSEBOX_GPU_CAPTURE asks for. */
+uint64_t fbx_trace_gpu_eval_begin(bool *capture);
+/* One device record: a kernel slice on the GPU track of its stream (name,
+ * grid, block, registers, shared memory, node), a copy or memset slice, and
+ * per eval a device-side fusebox.eval slice enclosing per-node op.device
+ * slices (consecutive records of one node of one eval) that enclose the
+ * kernels; the node's site gets the device time (slowest ops in device time).
+ * Records of the captured eval also go to the capture file. */
+void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a);
+/* After a drain: closes the open device slices when final (teardown or the
+ * end of the captured eval: no record of earlier evals can still come). */
+void fbx_trace_gpu_drained(bool final);
+/* Writes the capture file (FUSEBOX_GPU_CAPTURE) from the captured eval's
+ * records: a trace of its own, valid JSON. 0 on success (or nothing to do). */
+int fbx_trace_gpu_capture_write(void);
+/* The op type a site's spans are named by ("MatMul"; "" for NULL): NVTX ranges per node. */
+const char *fbx_trace_op_site_name(const fbx_trace_op_site *site);
+
 #else /* FBX_TRACE_COMPILED_OUT: every entry point is an empty inline stub */
 
 static inline int fbx_trace_flags(void) { return 0; }
@@ -252,6 +301,16 @@ static inline void fbx_trace_claim_debug(const char *node_name, const char *doma
                                          bool claimed, const char *reason) {
   (void)node_name; (void)domain; (void)op_type; (void)claimed; (void)reason;
 }
+
+static inline int64_t fbx_trace_gpu_capture_eval(void) { return -1; }
+static inline void fbx_trace_sample_gpu(const char *bus_id, size_t engine_bytes, size_t total_bytes) {
+  (void)bus_id; (void)engine_bytes; (void)total_bytes;
+}
+static inline uint64_t fbx_trace_gpu_eval_begin(bool *capture) { *capture = false; return 0; }
+static inline void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a) { (void)a; }
+static inline void fbx_trace_gpu_drained(bool final) { (void)final; }
+static inline int fbx_trace_gpu_capture_write(void) { return 0; }
+static inline const char *fbx_trace_op_site_name(const fbx_trace_op_site *site) { (void)site; return ""; }
 
 #endif /* FBX_TRACE_COMPILED_OUT */
 

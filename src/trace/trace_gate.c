@@ -70,6 +70,7 @@ static void init_once(void) {
   if (env_on("FUSEBOX_VERBOSE")) f |= FBX_TRACE_F_SUMMARY;
   if (env_on("FUSEBOX_CLAIM_DEBUG")) f |= FBX_TRACE_F_CLAIM;
   if (env_on("FUSEBOX_NVTX")) f |= FBX_TRACE_F_NVTX;
+  f |= fbx__trace_gpu_env(); /* FUSEBOX_GPU_CAPTURE */
   if (f & FBX_TRACE_F_JSON) atexit(atexit_flush);
   if (f & FBX_TRACE_F_JSON) fbx__trace_counters_baseline();
   /* Keep a profiler bit that was set meanwhile (StartProfiling before first use). */

@@ -88,6 +88,7 @@ struct fbx_trace_op_site {
   int n_events;                /* events per execution: the op span, [fast], [composed] and its counter sample */
   char *op, *node, *domain, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
   void *json;                  /* constant JSON pieces (trace_json.c), built at the first flush */
+  uint64_t dev_ns, dev_calls;  /* device time of its kernels and executions that had some (trace_gpu.c; atomic adds) */
 };
 /* A table of sites, interned by content; the session embeds one. */
 typedef struct fbx__site_table {
@@ -122,5 +123,9 @@ void fbx__trace_profiler_record(const char *name, const char *cat, uint64_t t0_n
 /* Records the (wall, cpu) starting point of the util_pct counter, so the very
  * first sample after init already has an interval (trace_counters.c). */
 void fbx__trace_counters_baseline(void);
+
+/* GPU (trace_gpu.c): reads FUSEBOX_GPU_CAPTURE / FUSEBOX_GPU_CAPTURE_EVAL at
+ * init; returns the flags they turn on (FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_NVTX). */
+int fbx__trace_gpu_env(void);
 
 #endif

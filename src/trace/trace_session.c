@@ -319,7 +319,10 @@ static void merge_site(void *ctx, const fbx_trace_op_site *site) {
   if (!calls) return;
   op_entry *e = ops_slot(s, site->op);
   if (e) {
-    e->ns += __atomic_load_n(&site->ns, __ATOMIC_RELAXED);
+    /* a node whose kernels the device timed counts its device time (trace_gpu.c) */
+    uint64_t dev = __atomic_load_n(&site->dev_ns, __ATOMIC_RELAXED);
+    e->ns += __atomic_load_n(&site->dev_calls, __ATOMIC_RELAXED) ? dev : __atomic_load_n(&site->ns, __ATOMIC_RELAXED);
+    e->device |= __atomic_load_n(&site->dev_calls, __ATOMIC_RELAXED) != 0;
     e->calls += (int64_t)calls;
   }
   if (site->fast_span) s->fast_n += (int64_t)calls;

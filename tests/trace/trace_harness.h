@@ -73,6 +73,8 @@ __attribute__((unused)) static int run_child(const char *name, const char *const
     unsetenv("FUSEBOX_CLAIM_DEBUG");
     unsetenv("FUSEBOX_NVTX");
     unsetenv("FUSEBOX_TRACE_MAX_EVENTS");
+    unsetenv("FUSEBOX_GPU_CAPTURE");
+    unsetenv("FUSEBOX_GPU_CAPTURE_EVAL");
     for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
     if (errfile && !freopen(errfile, "w", stderr)) _exit(99);
     execl(g_self, g_self, "child", name, (char *)NULL);

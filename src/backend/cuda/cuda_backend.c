@@ -302,6 +302,8 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .graph_end = fbx_cuda_graph_end,
     .graph_launch = fbx_cuda_graph_launch,
     .graph_destroy = fbx_cuda_graph_destroy,
+    .mem_info = fbx_cuda_mem_info,
+    .obs = &fbx_cuda_obs, /* cuda_cupti.c */
 };
 
 static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out) {

@@ -141,6 +141,10 @@ fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int6
 
 void fbx_cuda_gemm_plans_destroy(fbx_cuda_ctx *c);
 
+/* ---- cuda_cupti.c: observability members (backend_obs.h) and mem_info ---- */
+extern const fbx_backend_obs fbx_cuda_obs;
+fbx_status *fbx_cuda_mem_info(fbx_backend *be, size_t *free_bytes, size_t *total_bytes);
+
 /* ---- kernels, one per op family file ---- */
 fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS);           /* EW1/EW2/EW3 and FUSED_EW */
 bool fbx_cuda_s_ew(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);

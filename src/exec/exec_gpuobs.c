@@ -1,0 +1,185 @@
+/* GPU observability glue between the executor, the backend's observability
+ * members (backend_obs.h) and the trace (trace_gpu.c, trace_gpu_nvml.c).
+ *
+ * Per eval (one plan run) on a backend with obs members, when FUSEBOX_TRACE
+ * or FUSEBOX_GPU_CAPTURE is set:
+ *   begin: the eval's number; activity recording on (FUSEBOX_TRACE: from the
+ *          first eval on; capture only: for the captured eval); the eval tag;
+ *          cudaProfilerStart for the captured eval;
+ *   steps: each traced step tags its work with its trace site (a pointer the
+ *          trace owns; the backend sees an opaque number);
+ *   end:   tags cleared; the captured eval stops the profiler, flushes the
+ *          activity buffers (the eval is complete: the run synchronised) and
+ *          writes the capture file; other evals hand over what the profiling
+ *          library already delivered (no flush: it delivers full buffers and
+ *          every 100 ms from its own thread, so the hot path does not wait);
+ *          the gpu counters are sampled.
+ * NVTX: a "fusebox.eval" range per eval on every backend (FUSEBOX_NVTX, or
+ * tracing/capture on) and, on device backends while tracing, one range per
+ * node named by its op type, in NVTX's default domain (as trace_nvtx.c). */
+#include "exec_gpuobs.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+static __thread uint64_t tl_eval;      /* the eval this thread is running (0: none) */
+static __thread int tl_nvtx_node;      /* a per-node NVTX range is open on this thread */
+static int g_recording;                /* activity recording is on (process-wide: the profiler is) */
+static int g_failed;                   /* enabling failed once: not retried, said once */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static fbx_backend *g_total_be;        /* the backend whose total memory is cached */
+static size_t g_total;
+
+typedef struct drain_ctx { int n; } drain_ctx;
+
+/* A tag is (0x8000 | eval number mod 2^15) << 48 | the site's address
+ * (user-space addresses fit in 48 bits on x86-64 and arm64; the top bit
+ * keeps a tag of no site non-zero), so one correlation id per launch carries
+ * both; 0 = none. The full eval number is recovered from the newest one
+ * begun (records are drained within a few evals of their own, far less than
+ * 2^15 evals apart). */
+#define TAG_SITE_MASK ((UINT64_C(1) << 48) - 1)
+static uint64_t g_last_eval; /* the newest eval begun (atomic) */
+
+static uint64_t tag_make(uint64_t eval, const fbx_trace_op_site *site) {
+  return eval ? ((0x8000 | (eval & 0x7FFF)) << 48) | ((uint64_t)(uintptr_t)site & TAG_SITE_MASK) : 0;
+}
+static uint64_t tag_eval(uint64_t tag) {
+  if (!tag) return 0;
+  uint64_t last = __atomic_load_n(&g_last_eval, __ATOMIC_RELAXED);
+  uint64_t back = ((last & 0x7FFF) - ((tag >> 48) & 0x7FFF)) & 0x7FFF;
+  return back < last ? last - back : 0;
+}
+
+static void on_record(void *ctx, const fbx_device_activity *r) {
+  ((drain_ctx *)ctx)->n++;
+  fbx_trace_gpu_act a = {.kind = r->kind, .name = r->name, .start_ns = r->start_ns, .end_ns = r->end_ns,
+                         .stream = r->stream, .correlation = r->correlation, .eval = tag_eval(r->tag),
+                         .site = (fbx_trace_op_site *)(uintptr_t)(r->tag & TAG_SITE_MASK), .registers = r->registers,
+                         .shared_bytes = r->shared_bytes, .bytes = r->bytes, .copy_kind = r->copy_kind,
+                         .graph = r->graph};
+  for (int i = 0; i < 3; i++) {
+    a.grid[i] = r->grid[i];
+    a.block[i] = r->block[i];
+  }
+  fbx_trace_gpu_activity(&a);
+}
+
+static void drain(fbx_backend *be, bool flush) {
+  const fbx_backend_obs *o = be->vt->obs;
+  if (!o || !o->activity_drain) return;
+  drain_ctx c = {0};
+  fbx_status *st = o->activity_drain(be, flush, on_record, &c);
+  if (st) {
+    fprintf(stderr, "[fusebox] device activity: %s\n", fbx_status_message(st));
+    fbx_status_free(st);
+  }
+  fbx_trace_gpu_drained(flush);
+}
+
+static bool recording_on(fbx_backend *be) {
+  const fbx_backend_obs *o = be->vt->obs;
+  pthread_mutex_lock(&g_mu);
+  if (!g_recording && !g_failed && o->activity_enable) {
+    fbx_status *st = o->activity_enable(be, true);
+    if (st) {
+      g_failed = 1;
+      fprintf(stderr, "[fusebox] no device activity in the trace: %s\n", fbx_status_message(st));
+      fbx_status_free(st);
+    } else {
+      g_recording = 1;
+    }
+  }
+  bool on = g_recording;
+  pthread_mutex_unlock(&g_mu);
+  return on;
+}
+
+void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
+  int f = fbx_trace_flags();
+  if (f & FBX_TRACE_F_NVTX) {
+    fbx_trace_nvtx_push("fusebox.eval");
+    e->nvtx = true;
+  }
+  const fbx_backend_obs *o = be->vt->obs;
+  if (!o || !(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_PROFILER))) return;
+  bool capture = false;
+  uint64_t eval = fbx_trace_gpu_eval_begin(&capture);
+  __atomic_store_n(&g_last_eval, eval, __ATOMIC_RELAXED);
+  if (!(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)) && !capture) return; /* capture only, and not this eval */
+  e->eval = eval;
+  e->capture = capture;
+  bool rec = recording_on(be);
+  if (capture && o->profiler_range) {
+    fbx_status *st = o->profiler_range(be, true);
+    if (st) {
+      fprintf(stderr, "[fusebox] FUSEBOX_GPU_CAPTURE: %s\n", fbx_status_message(st));
+      fbx_status_free(st);
+    }
+  }
+  if (rec && o->activity_tag) {
+    tl_eval = eval;
+    o->activity_tag(be, tag_make(eval, NULL));
+  }
+}
+
+void fbx__gpuobs_node_slow(fbx_backend *be, fbx_trace_op_site *site) {
+  /* NVTX: one range per node on a device backend, named like its op span (nested in fusebox.eval) */
+  if (tl_nvtx_node) fbx_trace_nvtx_pop();
+  tl_nvtx_node = site && (fbx_trace_flags() & FBX_TRACE_F_NVTX);
+  if (tl_nvtx_node) fbx_trace_nvtx_push(fbx_trace_op_site_name(site));
+  if (!tl_eval || !be->vt->obs->activity_tag) return;
+  be->vt->obs->activity_tag(be, tag_make(tl_eval, site));
+}
+
+void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
+  const fbx_backend_obs *o = be->vt->obs;
+  if (e->eval && o) {
+    if (tl_eval && o->activity_tag) o->activity_tag(be, 0);
+    tl_eval = 0;
+    if (e->capture) {
+      if (o->profiler_range) fbx_status_free(o->profiler_range(be, false));
+      drain(be, true); /* the run synchronised: every record of this eval is complete */
+      if (fbx_trace_gpu_capture_write())
+        fprintf(stderr, "[fusebox] FUSEBOX_GPU_CAPTURE: the capture file was not written\n");
+      if (!(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)) && o->activity_enable) {
+        pthread_mutex_lock(&g_mu);
+        if (g_recording) fbx_status_free(o->activity_enable(be, false));
+        g_recording = 0;
+        pthread_mutex_unlock(&g_mu);
+      }
+    } else {
+      drain(be, false);
+    }
+    if (fbx_trace_flags() & FBX_TRACE_F_JSON) {
+      pthread_mutex_lock(&g_mu);
+      if (g_total_be != be) { /* the device's size: asked once per backend */
+        size_t fr = 0, tot = 0;
+        if (be->vt->mem_info) fbx_status_free(be->vt->mem_info(be, &fr, &tot));
+        g_total_be = be;
+        g_total = tot;
+      }
+      size_t total = g_total;
+      pthread_mutex_unlock(&g_mu);
+      size_t used = be->vt->memory_in_use ? be->vt->memory_in_use(be) : 0;
+      fbx_trace_sample_gpu(o->bus_id ? o->bus_id(be) : NULL, used, total);
+    }
+  }
+  e->eval = 0;
+  if (tl_nvtx_node) fbx_trace_nvtx_pop(); /* the last node's range (an error mid-run skips the clearing tag) */
+  tl_nvtx_node = 0;
+  if (e->nvtx) fbx_trace_nvtx_pop();
+  e->nvtx = false;
+}
+
+void fbx_exec_gpuobs_finish(fbx_backend *be) {
+  if (!be || !be->vt->obs ||
+      !(fbx_trace_flags() & (FBX_TRACE_F_JSON | FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_PROFILER)))
+    return;
+  pthread_mutex_lock(&g_mu);
+  bool rec = g_recording;
+  if (g_total_be == be) g_total_be = NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (rec) drain(be, true);
+  else fbx_trace_gpu_drained(true);
+}
