@@ -83,7 +83,9 @@ echo "== the ONNX node suite with device=cuda (exit 0: no case Fusebox claims is
 NODE_DIR=/usr/share/libonnx-testdata/data/node
 [ -d "$ROOT/testdata/data/node" ] && NODE_DIR=$ROOT/testdata/data/node  # scripts/gpu_bundle.sh's copy
 if [ -d "$NODE_DIR" ]; then
-  run_case "test_conformance --ep-option device=cuda" "$BUILD/tests/test_conformance" --dir "$NODE_DIR" \
+  # --no-fork: the CUDA driver cannot be used in a child forked after the parent initialised it
+  # (the factory counts the GPUs when ORT lists the devices)
+  run_case "test_conformance --ep-option device=cuda" "$BUILD/tests/test_conformance" --no-fork --dir "$NODE_DIR" \
     --dir models/gen/cases --ep-option device=cuda --report "$LOG/REPORT_cuda.md"
   grep -m3 -iE "claimed|wrong|cases" "$LOG/REPORT_cuda.md" 2>/dev/null | sed 's/^/      /'
 else

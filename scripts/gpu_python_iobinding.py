@@ -233,7 +233,7 @@ def child(lib, arg):
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--child":
         return child(sys.argv[2], sys.argv[3])
-    lib, models = sys.argv[1], sys.argv[2:]
+    lib, models = os.path.abspath(sys.argv[1]), sys.argv[2:]  # ORT resolves a relative path against its own package
     bad = 0
     for arg in models:
         env = dict(os.environ, FUSEBOX_VERBOSE="1")

@@ -258,9 +258,13 @@ static fbx_status *fbx__ir_validate_inputs(const fbx_ir_compiled *c, const fbx_t
 
 static fbx_status *fbx__ir_run_eager(fbx_ir_compiled *c, const fbx_tensor *inputs, int n_inputs,
                                      const fbx_ir_run_io *io, fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
-  if (!c->eager) { /* no folding, fusion or preparation: nothing in it depends on the inputs */
-    fbx__ir_plan_opts o = {.host = c->host};
-    FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, NULL, &o, inputs, n_inputs, &c->eager));
+  if (!c->eager) { /* no folding or fusion: nothing in it depends on the inputs. Node states
+                     * come from the shared cache: prepared at create, or (compile=off) made
+                     * here, each on the node's first use (some kernels need one, e.g.
+                     * MATMUL_NBITS's weights uploaded once on CUDA) */
+    if (!c->prep) FBX_TRY(fbx__ir_prep_cache_create(c->g, c->be, c->const_buf, &c->prep));
+    fbx__ir_plan_opts o = {.host = c->host, .prepare = true};
+    FBX_TRY(fbx__ir_plan_build(c->g, c->be, c->const_buf, c->prep, &o, inputs, n_inputs, &c->eager));
   }
   return fbx__ir_plan_run(c->eager, inputs, n_inputs, io, output_fn, output_ctx, report);
 }

@@ -303,7 +303,8 @@ static double rope_ref(const float *x, int64_t i, int64_t rot, const float *cs, 
 static void gqa_case(const char *what, const gqa_cfg *g) {
   const int64_t B = g->B, S = g->S, nh = g->nh, kvh = g->kvh, H = g->H, P = g->P, hpg = nh / kvh;
   const int64_t qrow = g->packed ? (nh + 2 * kvh) * H : nh * H, max_pos = 2048;
-  fbx_ir_params p = {.gqa = {.num_heads = (int)nh, .kv_num_heads = (int)kvh, .do_rotary = g->rot != 0,
+  fbx_ir_params p = {.gqa = {.kv_in_place = g->shared ? 3u : 0u, /* present bound to past (the executor's flag) */
+                              .num_heads = (int)nh, .kv_num_heads = (int)kvh, .do_rotary = g->rot != 0,
                              .interleaved = g->rot == 2, .scale = g->scale, .softcap = g->softcap}};
   fbx_tensor in[9];
   in[0] = frnd(T(FBX_DTYPE_F32, B, S, qrow), -1, 1);
