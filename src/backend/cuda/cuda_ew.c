@@ -38,6 +38,8 @@ bool fbx_cuda_s_ew(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char
     return false;
   }
   (void)n_regs;
+  /* a single op's result kind: CAST names it (to float64, say, which no kernel stores) */
+  if (node->op == FBX_IR_OP_CAST && !fbx__ew_kind_ok(node->params.ew.to, why, why_size, "CAST result")) return false;
   for (int i = 0; i < n_in; i++)
     if (in[i].rank >= 0 && !fbx__ew_kind_ok(in[i].dtype, why, why_size, "input")) return false;
   return true;
