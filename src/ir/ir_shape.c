@@ -256,6 +256,10 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
   switch (node->op) {
     case FBX_IR_OP_FUSED_EW: st = fbx__ir_infer_ew(node, inputs, n_inputs, outputs); break;
     case FBX_IR_OP_MATMUL: st = fbx__ir_infer_matmul(node, inputs, n_inputs, outputs); break;
+    case FBX_IR_OP_MATMUL_INT: /* inputs 2, 3 are zero points (1 or M / N entries), not a bias */
+      st = fbx__ir_infer_matmul(node, inputs, n_inputs < 2 ? n_inputs : 2, outputs);
+      if (!st) outputs[0].dtype = FBX_DTYPE_I32;
+      break;
     case FBX_IR_OP_SOFTMAX:
     case FBX_IR_OP_LOG_SOFTMAX:
     case FBX_IR_OP_HARDMAX:
