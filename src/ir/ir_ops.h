@@ -89,6 +89,7 @@
   X(FUSED_EW, FBX_IR_CLASS_OTHER, 0)                                             \
   /* ---- linear algebra ---- */                                                 \
   X(MATMUL, FBX_IR_CLASS_OTHER, 0)      /* (A,B): batched numpy matmul, params.matmul */ \
+  X(DYN_QUANT, FBX_IR_CLASS_OTHER, 0)   /* (X f32) -> (Y u8, scale f32 [], zp u8 []): DynamicQuantizeLinear */ \
   X(MATMUL_INT, FBX_IR_CLASS_OTHER, 0)  /* (A, B[, a_zp (1 or M)][, b_zp (1 or N)]) u8/s8 -> int32 exact, no transposes */ \
   /* ---- normalisation / softmax ---- */                                        \
   X(SOFTMAX, FBX_IR_CLASS_OTHER, 0)     /* params.axis (normalised) */           \

@@ -47,6 +47,9 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
   out->dims[1] = ch;
   for (int i = 0; i < x->rank - 2; i++) out->dims[2 + i] = os[i];
   out->dtype = qint ? FBX_DTYPE_I32 : x->dtype;
+  const fbx_ir_ew_program *ep = node->params.conv.epilogue;
+  if (qint && ep && ep->out_reg >= ep->n_inputs) /* the epilogue's result (float after the Cast) */
+    out->dtype = ep->instrs[ep->out_reg - ep->n_inputs].dtype;
   return NULL;
 }
 

@@ -1,6 +1,6 @@
 /* Quantisation ops. DequantizeLinear / QuantizeLinear / DynamicQuantizeLinear
- * are composed from float elementwise ops and reductions (CAST + EW; the
- * spec's float formulas in the spec's order). MatMulInteger, ConvInteger,
+ * are composed from float elementwise ops (CAST + EW) and DynamicQuantizeLinear
+ * is one DYN_QUANT node (cpu_qquant.c), each in the spec's float formulas and order. MatMulInteger, ConvInteger,
  * QLinearMatMul and QLinearConv run on the integer IR ops MATMUL_INT /
  * CONV_INT (int32 accumulation, exact for every input range and every K:
  * cpu_qgemm.h), then the QLinear* requantisation in float:
@@ -162,36 +162,19 @@ bool fbx__onnx_claim_dynquant(const fbx_onnx_cctx *c) {
   return true;
 }
 
-/* lo = min(0, min x), hi = max(0, max x); scale = (hi - lo) / 255;
- * zp = clamp(round(-lo / scale), 0, 255); y = saturate(round(x / scale) + zp). */
+/* One DYN_QUANT node (cpu_qquant.c: two passes over x, the spec's float formulas in its order):
+ * lo = min(0, min x), hi = max(0, max x); scale = (hi - lo) / 255;
+ * zp = saturate(round(0 - lo / scale)); y = saturate(round(x / scale) + zp). */
 fbx_status *fbx__onnx_tr_dynquant(fbx_onnx_tctx *t) {
-  int r = fbx__onnx_tin_value(t, 0)->rank;
-  const fbx_dtype F = FBX_DTYPE_F32;
-  int x, mn, mx, zero, k255, lo, hi, rng, scale, nlo, zq, zr, za, zb, zpf, q;
-  FBX_TRY(fbx__onnx_tin(t, 0, &x));
-  fbx_ir_params rp = fbx__onnx_px();
-  rp.reduce.axes_mask = (r >= 32 ? 0xffffffffu : ((1u << r) - 1u));
-  rp.reduce.keepdims = 0;
-  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_REDUCE_MIN, &x, 1, &rp, F, 0, &mn));
-  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_REDUCE_MAX, &x, 1, &rp, F, 0, &mx));
-  FBX_TRY(fbx__onnx_const_scalar(t, F, 0, &zero));
-  FBX_TRY(fbx__onnx_const_scalar(t, F, 255, &k255));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MIN, mn, zero, F, 0, &lo));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MAX, mx, zero, F, 0, &hi));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, hi, lo, F, 0, &rng));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, rng, k255, F, 0, &scale));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_SUB, zero, lo, F, 0, &nlo));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, nlo, scale, F, 0, &zq));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_ROUND, zq, FBX_IR_NONE, F, 0, &zr));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MAX, zr, zero, F, 0, &za));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_MIN, za, k255, F, 0, &zpf));
-  FBX_TRY(fbx__onnx_cast_to(t, zpf, FBX_DTYPE_U8, &zb));
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_DIV, x, scale, F, r, &q));
-  FBX_TRY(fbx__onnx_requant(t, q, zpf, FBX_DTYPE_U8, r, 0));
-  int sc;
-  FBX_TRY(fbx__onnx_x(t, FBX_IR_OP_IDENTITY, scale, FBX_IR_NONE, F, 0, &sc));
-  fbx__onnx_bind(t, 1, sc);
-  fbx__onnx_bind(t, 2, zb);
+  const fbx_onnx_value *x = fbx__onnx_tin_value(t, 0);
+  int in0, outs[3];
+  FBX_TRY(fbx__onnx_tin(t, 0, &in0));
+  FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_U8, x->rank, &outs[0]));
+  FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_F32, 0, &outs[1]));
+  FBX_TRY(fbx_ir_graph_add_value(t->ir, NULL, FBX_DTYPE_U8, 0, &outs[2]));
+  FBX_TRY(fbx_ir_graph_add_node(t->ir, FBX_IR_OP_DYN_QUANT, &in0, 1, outs, 3, NULL, t->n->name ? t->n->name : "",
+                                t->n->op_type, t->node_index, NULL));
+  for (int i = 0; i < 3; i++) fbx__onnx_bind(t, i, outs[i]);
   return NULL;
 }
 

@@ -57,6 +57,7 @@ typedef struct fbx__qc_job {
   const uint8_t *ap; /* packed W: G * Mg rows */
   const int32_t *rs, *alpha;
   uint8_t *ws;       /* per-worker workspace */
+  fbx_cpu_epi *epi;  /* elementwise epilogue (int32 -> float in place), pl NULL = none */
   size_t ws_each, col_off, rows_off, pan_off, vec_off;
 } fbx__qc_job;
 
@@ -130,8 +131,11 @@ static void fbx__qc_task(void *arg, int64_t t0, int64_t t1, int worker) {
     int64_t m0 = mb * j->mstep, m1 = m0 + j->mstep < j->Mg ? m0 + j->mstep : j->Mg;
     if (m1 <= m0) continue;
     int64_t row0 = g * j->Mg + m0;
+    int64_t ybase = (n * j->G * j->Mg + row0) * j->OS + p0;
     fbx_cpu_qg_kernel(j->path, j->ap + (size_t)row0 * (size_t)j->kp * esz, m1 - m0, j->K, j->rs + row0,
-                      j->alpha + row0, pan, width, beta, cb, j->y + (n * j->G * j->Mg + row0) * j->OS + p0, j->OS);
+                      j->alpha + row0, pan, width, beta, cb, j->y + ybase, j->OS);
+    if (j->epi->pl) /* the block is still in cache: the epilogue turns it into the float output */
+      for (int64_t m = 0; m < m1 - m0; m++) fbx_cpu_epi_apply(j->epi, ybase + m * j->OS, ybase + m * j->OS + width, worker);
   }
 }
 
@@ -143,7 +147,8 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   int nd = x->rank - 2;
   if (nd < 1 || nd > 3 || w->rank != x->rank || y->rank != x->rank)
     return FBX_ERR_NOTIMPL("CONV_INT: %d spatial dims (1..3 supported)", nd);
-  if (!fbx__q_dt(x->dtype) || !fbx__q_dt(w->dtype) || y->dtype != FBX_DTYPE_I32)
+  bool has_epi = node->params.conv.epilogue != NULL;
+  if (!fbx__q_dt(x->dtype) || !fbx__q_dt(w->dtype) || (y->dtype != FBX_DTYPE_I32 && !has_epi))
     return FBX_ERR_NOTIMPL("CONV_INT: dtypes %s x %s -> %s (u8/s8 -> int32 only)", fbx_dtype_name(x->dtype),
                            fbx_dtype_name(w->dtype), fbx_dtype_name(y->dtype));
   int64_t kern[3], pads[6], os[3];
@@ -181,10 +186,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   FBX_TRY(fbx__q_zp_check("CONV_INT", in, n_in, 3, w->dtype, M, "w_zero_point"));
   info->flops = 2.0 * (double)j.N * (double)M * (double)j.OS * (double)j.K;
   if (j.N * M * j.OS == 0) return NULL;
-  if (j.K == 0) {
-    memset(y->data, 0, fbx_tensor_nbytes(y));
-    return NULL;
-  }
+  if (j.K == 0) return FBX_ERR_NOTIMPL("CONV_INT: empty reduction (no input channels)");
   j.path = fbx_cpu_qg_best();
   j.x_signed = x->dtype == FBX_DTYPE_I8;
   bool w_signed = w->dtype == FBX_DTYPE_I8;
@@ -224,8 +226,12 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   j.ws_each = (j.vec_off + vec_b + 63) / 64 * 64;
   size_t a_b = ((size_t)(M * j.kp) * esz + 63) / 64 * 64;
   size_t total = a_b + 2 * (size_t)M * sizeof(int32_t) + 64 + j.ws_each * (size_t)nt;
-  uint8_t *mem = fbx_cpu_scratch(c, total);
+  fbx_cpu_epi epi;
+  void *vmem = NULL;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 4, &out[0], total, &vmem, &epi));
+  uint8_t *mem = vmem;
   if (!mem) return FBX_ERR_OOM();
+  j.epi = &epi;
   uint8_t *ap = mem;
   int32_t *rs = (int32_t *)(void *)(mem + a_b), *alpha = rs + M;
   j.ws = mem + (a_b + 2 * (size_t)M * sizeof(int32_t) + 63) / 64 * 64;
@@ -242,7 +248,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   info->reason = j.pointwise ? "1x1: X rows packed in place + int GEMM (int32 accumulation, exact)"
                              : "im2col per output tile (padding = x_zero_point) + int GEMM (int32 accumulation, exact)";
   fbx_cpu_par(c, j.N * j.G * j.ntiles * j.mblocks, 1, fbx__qc_task, &j);
-  return NULL;
+  return fbx_cpu_epi_end(&epi);
 }
 
 /* ======================= MATMUL_INT ======================= */
