@@ -186,6 +186,11 @@ static void test_conv(void) {
               (int64_t[]){2, 2}, xs, ws, false);
     conv_case("conv3d", 3, 1, 2, 5, 1, (int64_t[]){4, 5, 6}, (int64_t[]){2, 3, 3}, (int64_t[]){1, 2, 1},
               (int64_t[]){1, 1, 1}, (int64_t[]){1, 1, 0, 0, 1, 2}, xs, ws, sg == 2);
+    /* 2-D group 1 stride 1 with OW >= 48: the direct VNNI kernel where the CPU has it */
+    conv_case("conv2d direct dil 2 asym pads", 2, 2, 7, 11, 1, (int64_t[]){9, 61}, (int64_t[]){3, 3}, (int64_t[]){1, 1},
+              (int64_t[]){2, 2}, (int64_t[]){1, 3, 2, 0}, xs, ws, sg != 1);
+    conv_case("conv2d direct 5x3 width 70", 2, 1, 13, 19, 1, (int64_t[]){6, 70}, (int64_t[]){5, 3}, (int64_t[]){1, 1},
+              (int64_t[]){1, 1}, (int64_t[]){2, 1, 2, 1}, xs, ws, sg == 3);
     conv_case("conv2d depthwise", 2, 1, 8, 8, 8, (int64_t[]){12, 12}, (int64_t[]){3, 3}, (int64_t[]){1, 1},
               (int64_t[]){1, 1}, (int64_t[]){1, 1, 1, 1}, xs, ws, true);
   }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_qconv_direct.h"
 #include "cpu_qgemm.h"
 
 /* Zero point entry i of an optional 8-bit tensor of 1 or n entries. */
@@ -196,6 +197,26 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   j.kp = fbx_cpu_qg_kpad(j.path, j.K);
   j.pointwise = j.KV == 1 && j.s[0] == 1 && j.s[1] == 1 && j.s[2] == 1 && j.pb[0] == 0 && j.pb[1] == 0 && j.pb[2] == 0 && j.OS == j.IS;
   size_t esz = fbx_cpu_qg_esz(j.path);
+  /* 2-D, group 1, stride 1 on VNNI: the direct kernel (no im2col) */
+  fbx_qconv_direct dp = {.x = x->data, .w = w->data, .y = y->data, .N = j.N, .C = C, .M = M, .H = j.in[1],
+                         .W = j.in[2], .OH = j.out[1], .OW = j.out[2], .kh = j.k[1], .kw = j.k[2], .dh = j.d[1],
+                         .dw = j.d[2], .pt = j.pb[1], .pl = j.pb[2], .K = j.K, .x_signed = j.x_signed,
+                         .w_signed = w_signed, .xz = xz, .beta = j.beta};
+  if (nd == 2 && j.G == 1 && j.s[1] == 1 && j.s[2] == 1 && fbx_cpu_qconv_direct_ok(&dp)) {
+    fbx_cpu_epi epi;
+    void *vmem = NULL;
+    size_t wsb = fbx_cpu_qconv_direct_ws(&dp);
+    FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 4, &out[0], wsb + (size_t)M * sizeof(int32_t) + 64, &vmem, &epi));
+    if (!vmem) return FBX_ERR_OOM();
+    int32_t *wz = (int32_t *)(void *)((uint8_t *)vmem + wsb);
+    for (int64_t m = 0; m < M; m++) wz[m] = fbx__q_zp(in, n_in, 3, m);
+    dp.wz = wz;
+    dp.epi = &epi;
+    info->variant = "conv_int_direct_vnni512";
+    info->reason = "2-D stride 1: X repacked once into padded 4-channel planes, vpdpbusd straight from them (no im2col)";
+    fbx_cpu_qconv_direct_run(c, &dp, vmem);
+    return fbx_cpu_epi_end(&epi);
+  }
   /* tile: the packed block (kp x T) about 128 KiB, so it stays in L2 */
   int64_t T = (int64_t)(128 * 1024 / ((size_t)j.kp * esz));
   T = T < 64 ? 64 : T / 16 * 16;
