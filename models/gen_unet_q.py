@@ -15,8 +15,13 @@ directly, the quantization tool not being available):
 Weights: rmin = min(0, min W), rmax = max(0, max W), w_scale = (rmax - rmin) / 255,
 w_zp = clip(round(-rmin / w_scale), 0, 255), W_q = clip(round(W / w_scale) + w_zp, 0, 255).
 
-Usage: gen_unet_q.py --size S --widths 16,32,64,128 --convs 2 [--classes 4] [--float] --out PATH
+--cases DIR also writes DIR/input.npy (normal, seed+1) and DIR/logits.npy: the quantized net run
+by a numpy reference written here (int64 convolution, float32 elementwise in the graph's order),
+independent of ONNX Runtime and of Fusebox.
+
+Usage: gen_unet_q.py --size S --widths 16,32,64,128 --convs 2 [--classes 4] [--float] [--cases DIR] --out PATH
 """
+import os
 import argparse
 import sys
 
@@ -110,6 +115,68 @@ def build(size, widths, convs, classes, seed, quantize):
     return model, counts["conv"]
 
 
+def _dql(x):
+    """DynamicQuantizeLinear in the spec's float32 formulas and order."""
+    f = np.float32
+    lo = np.minimum(f(0), x.min()).astype(f)
+    hi = np.maximum(f(0), x.max()).astype(f)
+    scale = f((hi - lo) / f(255))
+    zp = np.clip(np.rint(f(0) - lo / scale), 0, 255).astype(f)
+    q = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.int64)
+    return q, scale, zp.astype(np.int64)
+
+
+def _conv_int(xq, xz, wq, wz, pad):
+    """int64 ConvInteger, stride 1, square pads filled with x_zero_point."""
+    m, c, k, _ = wq.shape
+    xp = np.pad(xq - xz, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    h, w = xq.shape[2], xq.shape[3]
+    cols = np.empty((c, k, k, h, w), dtype=np.int64)
+    for ky in range(k):
+        for kx in range(k):
+            cols[:, ky, kx] = xp[0, :, ky:ky + h, kx:kx + w]
+    acc = (wq.astype(np.int64) - wz).reshape(m, -1) @ cols.reshape(c * k * k, h * w)
+    return acc.reshape(1, m, h, w)
+
+
+def reference(model, x):
+    """Runs the quantized graph of build() with numpy (the ops it emits only)."""
+    f = np.float32
+    vals = {"input": x}
+    init = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    get = lambda n: vals[n] if n in vals else init[n]
+    for nd in model.graph.node:
+        i = [get(n) if n else None for n in nd.input]
+        a = {at.name: helper.get_attribute_value(at) for at in nd.attribute}
+        if nd.op_type == "DynamicQuantizeLinear":
+            q, s, z = _dql(i[0])
+            out = [q, s, z]
+        elif nd.op_type == "ConvInteger":
+            out = [_conv_int(i[0], int(i[2]), i[1], int(i[3]), a["pads"][0])]
+        elif nd.op_type == "Cast":
+            out = [i[0].astype(np.int32).astype(f)]
+        elif nd.op_type == "Mul":
+            out = [(i[0] * i[1]).astype(f)]
+        elif nd.op_type == "Add":
+            out = [(i[0] + i[1]).astype(f)]
+        elif nd.op_type == "Relu":
+            out = [np.maximum(i[0], f(0))]
+        elif nd.op_type == "MaxPool":
+            v = i[0]
+            out = [v.reshape(v.shape[0], v.shape[1], v.shape[2] // 2, 2, v.shape[3] // 2, 2).max(axis=(3, 5))]
+        elif nd.op_type == "Resize":
+            out = [i[0].repeat(2, axis=2).repeat(2, axis=3)]
+        elif nd.op_type == "Concat":
+            out = [np.concatenate(i, axis=a["axis"])]
+        elif nd.op_type == "Identity":
+            out = [i[0]]
+        else:
+            raise ValueError("reference: op %s" % nd.op_type)
+        for n, v in zip(nd.output, out):
+            vals[n] = v
+    return vals["logits"]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=64)
@@ -118,6 +185,7 @@ def main(argv=None):
     ap.add_argument("--classes", type=int, default=4)
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--float", action="store_true", help="the float model, not quantized")
+    ap.add_argument("--cases", help="write input.npy / logits.npy (numpy reference) into this folder")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     widths = [int(v) for v in a.widths.split(",")]
@@ -125,6 +193,12 @@ def main(argv=None):
     model, n_conv = build(a.size, widths, a.convs, a.classes, a.seed, not a.float)
     onnx.checker.check_model(model)
     onnx.save(model, a.out)
+    if a.cases:
+        assert not a.float, "--cases is for the quantized model"
+        os.makedirs(a.cases, exist_ok=True)
+        x = np.random.RandomState(a.seed + 1).standard_normal((1, 3, a.size, a.size)).astype(np.float32)
+        np.save(os.path.join(a.cases, "input.npy"), x)
+        np.save(os.path.join(a.cases, "logits.npy"), reference(model, x).astype(np.float32))
     print("[models] %s: input 1x3x%dx%d, widths %s, %d convs per stage -> %d convs, %d nodes%s"
           % (a.out, a.size, a.size, a.widths, a.convs, n_conv, len(model.graph.node), "" if a.float else " (quantized)"))
     return 0

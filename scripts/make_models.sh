@@ -8,6 +8,8 @@
 #   models/gen/decoder_100m.onnx      L=12 H=768 N=12 F=2048 V=16384   (--bench)
 #   models/gen/cnn_small.onnx         1x3x64x64, widths 8/16/32/64, 1 block per stage (tests)
 #   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
+#   models/gen/unet_q_small.onnx      quantize_dynamic-style U-Net 1x3x64x64, 11 convs (+ numpy reference case)
+#   models/gen/unet_q_1024.onnx       the same at 1x3x1024x1024, widths 16..256, 100 convs (--bench)
 #   models/gen/names.onnx             node names that need JSON escaping (trace test)
 #   models/gen/genai_tiny{,_q4}.onnx  GenAI-style int4 decoder L=2 H=64 N=4/2 F=128 V=256, accuracy_level 0/4
 #   models/gen/cases/genai_tiny/      its float64 reference: prompt, greedy tokens, prefill/decode logits
@@ -48,12 +50,15 @@ gen "$OUT/decoder_small.onnx" models/gen_decoder.py --layers 4 --hidden 256 --he
 gen "$OUT/cnn_small.onnx" models/gen_cnn.py --size 64 --widths 8,16,32,64 --blocks 1,1,1,1
 gen "$OUT/cnn_resnet18ish.onnx" models/gen_cnn.py --size 224 --widths 64,128,256,512 --blocks 2,2,2,2
 gen "$OUT/names.onnx" models/gen_names.py
+# quantize_dynamic-style U-Net and its numpy reference (input.npy / logits.npy)
+gen "$OUT/unet_q_small.onnx" models/gen_unet_q.py --size 64 --widths 8,16,32 --convs 2 --cases "$OUT/cases/unet_q_small"
 # GenAI-style int4 decoder (com.microsoft ops) at accuracy_level 0 and 4, plus its float64 reference
 GENAI_TINY="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256"
 gen "$OUT/genai_tiny.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 0 --cases "$OUT/cases/genai_tiny"
 gen "$OUT/genai_tiny_q4.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 4
 if [ "$BENCH" = 1 ]; then
   gen "$OUT/decoder_100m.onnx" models/gen_decoder.py --layers 12 --hidden 768 --heads 12 --ffn 2048 --vocab 16384
+  gen "$OUT/unet_q_1024.onnx" models/gen_unet_q.py --size 1024 --widths 16,32,64,128,256 --convs 11
 fi
 
 # reference cases for the tiny decoder (numpy forward, checked against a graph interpreter)
