@@ -30,27 +30,43 @@ typedef struct fbx__qd_job {
   uint8_t pad, flip;
 } fbx__qd_job;
 
-static void fbx__qd_repack_task(void *arg, int64_t r0, int64_t r1, int worker) {
+/* Padded row r = cg * PH + iy of xp: the 4 channel rows interleaved byte by byte
+ * (punpcklbw/punpcklwd of 16-byte pieces), in the B domain, fill outside. */
+static FBX__QD_TGT void fbx__qd_repack_task(void *arg, int64_t r0, int64_t r1, int worker) {
   (void)worker;
   const fbx__qd_job *j = arg;
   const fbx_qconv_direct *p = j->p;
   const uint8_t *x = (const uint8_t *)p->x + j->n * p->C * p->H * p->W;
-  for (int64_t r = r0; r < r1; r++) { /* r = cg * PH + iy (padded row) */
+  const __m128i flip = _mm_set1_epi8((char)j->flip);
+  for (int64_t r = r0; r < r1; r++) {
     int64_t cg = r / j->PH, iy = r % j->PH - p->pt;
     uint8_t *d = j->xp + r * j->PW * 4;
+    const uint8_t *src[4];
+    uint8_t fill[4];
     for (int ci = 0; ci < 4; ci++) {
       int64_t c = cg * 4 + ci;
-      uint8_t fill = c < p->C ? j->pad : 0;
-      if (c >= p->C || iy < 0 || iy >= p->H) {
-        for (int64_t ix = 0; ix < j->PW; ix++) d[ix * 4 + ci] = fill;
-        continue;
-      }
-      const uint8_t *s = x + (c * p->H + iy) * p->W;
-      int64_t ix = 0;
-      for (; ix < p->pl && ix < j->PW; ix++) d[ix * 4 + ci] = fill;
-      for (int64_t q = 0; q < p->W && ix < j->PW; q++, ix++) d[ix * 4 + ci] = s[q] ^ j->flip;
-      for (; ix < j->PW; ix++) d[ix * 4 + ci] = fill;
+      fill[ci] = c < p->C ? j->pad : 0;
+      src[ci] = c < p->C && iy >= 0 && iy < p->H ? x + (c * p->H + iy) * p->W : NULL;
     }
+    int64_t ix = 0, end = p->pl + p->W; /* [pl, end): data; elsewhere fill */
+    for (; ix < p->pl; ix++)
+      for (int ci = 0; ci < 4; ci++) d[ix * 4 + ci] = fill[ci];
+    for (; ix + 16 <= end; ix += 16) {
+      __m128i v[4];
+      for (int ci = 0; ci < 4; ci++)
+        v[ci] = src[ci] ? _mm_xor_si128(_mm_loadu_si128((const __m128i *)(src[ci] + ix - p->pl)), flip)
+                        : _mm_set1_epi8((char)fill[ci]);
+      __m128i t0 = _mm_unpacklo_epi8(v[0], v[1]), t1 = _mm_unpackhi_epi8(v[0], v[1]);
+      __m128i t2 = _mm_unpacklo_epi8(v[2], v[3]), t3 = _mm_unpackhi_epi8(v[2], v[3]);
+      _mm_storeu_si128((__m128i *)(d + ix * 4), _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128((__m128i *)(d + ix * 4 + 16), _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128((__m128i *)(d + ix * 4 + 32), _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128((__m128i *)(d + ix * 4 + 48), _mm_unpackhi_epi16(t1, t3));
+    }
+    for (; ix < end; ix++)
+      for (int ci = 0; ci < 4; ci++) d[ix * 4 + ci] = src[ci] ? src[ci][ix - p->pl] ^ j->flip : fill[ci];
+    for (; ix < j->PW; ix++)
+      for (int ci = 0; ci < 4; ci++) d[ix * 4 + ci] = fill[ci];
   }
 }
 
