@@ -42,7 +42,7 @@ san_scan() { grep -m1 -E "$SAN_REPORT_RE" "$1"; }
 # san_scan_selfcheck — the scan finds each kind of report and nothing in clean output.
 san_scan_selfcheck() {
   local d; d=$(mktemp -d /tmp/fusebox_san_check.XXXXXX) || return 1
-  printf 'ok\nsrc/ir/ir_exec.c:41:18: runtime error: signed integer overflow: 4611686018427387905 * 4 cannot be represented in type long int\n' >"$d/ubsan"
+  printf 'ok\nsrc/ir/exec_run.c:41:18: runtime error: signed integer overflow: 4611686018427387905 * 4 cannot be represented in type long int\n' >"$d/ubsan"
   printf '=================\n==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000015\n' >"$d/asan"
   printf '\n==4243==ERROR: LeakSanitizer: detected memory leaks\n\nSUMMARY: AddressSanitizer: 77 byte(s) leaked in 1 allocation(s).\n' >"$d/lsan"
   printf 'ops: 598 passed, 0 failed\nORT: RUNTIME_EXCEPTION: std::runtime_error: bad shape\n' >"$d/clean"

@@ -32,20 +32,9 @@
 
 #include "../base/dtype.h"
 #include "../base/status.h"
+#include "../base/tensor.h"
 #include "../ir/ir_graph.h"
 
-/* A strided-free, row-major tensor view. data points into backend memory
- * (a device buffer of the backend the tensor is handed to) or, where a
- * comment says so, host memory. */
-typedef struct fbx_tensor {
-  fbx_dtype dtype;
-  int rank;
-  int64_t dims[FBX_MAX_RANK];
-  void *data;
-} fbx_tensor;
-
-int64_t fbx_tensor_numel(const fbx_tensor *t);
-size_t fbx_tensor_nbytes(const fbx_tensor *t);
 
 /* What a kernel tells the tracer about the variant it chose (static strings). */
 typedef struct fbx_kernel_info {
@@ -189,7 +178,7 @@ typedef struct fbx_backend_vtable {
    * those make graph_end fail. graph_end always ends the capture: on error
    * *out is NULL, nothing recorded ran, and the caller runs the work
    * normally. The executor captures only what it proved identical over two
-   * runs (ir_exec.c). NULL members: no graphs (all four or none). */
+   * runs (exec_run.c). NULL members: no graphs (all four or none). */
   fbx_status *(*graph_begin)(fbx_backend *be);
   fbx_status *(*graph_end)(fbx_backend *be, fbx_backend_graph **out); /* *out owned by caller */
   fbx_status *(*graph_launch)(fbx_backend *be, fbx_backend_graph *g);

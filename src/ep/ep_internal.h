@@ -13,7 +13,7 @@
 
 #include "../backend/backend.h"
 #include "../base/status.h"
-#include "../ir/ir_compiled.h"
+#include "../exec/exec_compiled.h"
 #include "../trace/trace.h"
 #include "ep_options.h"
 

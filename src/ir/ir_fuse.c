@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
-#include "ir_plan.h"
+#include "ir_passes.h"
 
 typedef struct fbx__ir_fuse_ctx {
   fbx_ir_graph *g;

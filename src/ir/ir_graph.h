@@ -95,7 +95,7 @@ typedef union fbx_ir_params {
     fbx_ir_auto_pad auto_pad;
     int ceil_mode, count_include_pad; /* pools */
     int64_t p;                        /* LPPOOL */
-    /* CONV/CONV_TRANSPOSE epilogue (plan pass ir_fuse_epilogue.c; NULL = none):
+    /* CONV/CONV_TRANSPOSE epilogue (plan pass exec_fuse_epilogue.c; NULL = none):
      * an elementwise program the kernel applies in place to its output.
      * Register epilogue_reg is the conv output; the program's other
      * registers, in order, are node inputs 3.. (input 2, the bias, is

@@ -1,6 +1,5 @@
-/* Name/class/shape-data tables generated from the op list (ir_ops.h), plus
- * the path and cache-event name tables of ir_compiled.h. */
-#include "ir_compiled.h"
+/* Name/class/shape-data tables generated from the op list (ir_ops.h). */
+#include "ir_graph.h"
 #include "ir_ops.h"
 
 static const char *const fbx__ir_op_names[] = {
@@ -39,21 +38,3 @@ unsigned fbx_ir_op_shape_data_inputs(fbx_ir_op op) {
   return fbx__ir_op_masks[op];
 }
 
-static const char *const fbx__ir_path_names[] = {"decode", "prefill", "general", "eager"};
-_Static_assert(sizeof(fbx__ir_path_names) / sizeof(fbx__ir_path_names[0]) == FBX_IR_PATH_COUNT,
-               "path name table out of sync");
-
-const char *fbx_ir_path_name(fbx_ir_path p) {
-  if ((unsigned)p >= FBX_IR_PATH_COUNT) return "?";
-  return fbx__ir_path_names[p];
-}
-
-const char *fbx_ir_cache_event_name(fbx_ir_cache_event e) {
-  switch (e) {
-    case FBX_IR_CACHE_HIT: return "HIT";
-    case FBX_IR_CACHE_MISS: return "MISS";
-    case FBX_IR_CACHE_RETRACE: return "RETRACE";
-    case FBX_IR_CACHE_NONE: break;
-  }
-  return "";
-}

@@ -5,9 +5,9 @@
 
 #include <stdint.h>
 
-#include "../backend/backend.h"
 #include "../base/checked.h"
-#include "ir_compiled.h"
+#include "../base/tensor.h"
+#include "ir_shape.h"
 
 /* An optional input is present when it exists, has a rank and data or is a
  * shape-only operand (rank >= 0). */

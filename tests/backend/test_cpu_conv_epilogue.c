@@ -1,4 +1,4 @@
-/* Conv epilogue fusion (ir_fuse_epilogue.c + cpu_conv.c): Conv / depthwise /
+/* Conv epilogue fusion (exec_fuse_epilogue.c + cpu_conv.c): Conv / depthwise /
  * 1x1 / ConvTranspose followed by an affine Mul+Add, a HardSwish written as
  * Add+Max+Min+Mul+Div, and a residual Add, compiled through fbx_ir_compiled on
  * the CPU backend, must (a) run as one conv step (counted by a wrapper
@@ -12,7 +12,7 @@
 
 #include "backend/backend.h"
 #include "base/alloc.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 static int passed, failed;
 #define CHECK(cond, ...)                  \

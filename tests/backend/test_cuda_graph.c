@@ -8,7 +8,7 @@
  *  - a 64-step decode with a growing past: right at every step, 1 host
  *    synchronisation per step, and no allocation in the steps after the
  *    buffers stop growing; graph counts printed (a growing past changes every
- *    launch's shape, so the executor does not capture it: see ir_exec.c);
+ *    launch's shape, so the executor does not capture it: see exec_run.c);
  *  - a decode at a fixed past: captured once, replayed after. */
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 #include "base/alloc.h"
 #include "common/check.h"
 #include "common/graph_kv.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 #include "common/exec_outs.h"
 
 enum { D = FBX_TEST_KV_D, MAXL = 80 };

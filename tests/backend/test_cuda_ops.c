@@ -19,7 +19,7 @@
 #include "backend/backend.h"
 #include "backend/backend_cuda.h"
 #include "common/check.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 static fbx_backend *g_cpu, *g_cuda;
 static char g_lib[PATH_MAX + 32]; /* libfusebox_cuda.so of this build */

@@ -12,7 +12,7 @@
 
 #include "backend/backend.h"
 #include "base/alloc.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 static int passed, failed;
 #define CHECK(cond, ...)                                     \

@@ -30,7 +30,7 @@
 #include "backend/backend.h"
 #include "base/alloc.h"
 #include "common/check.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 #include "common/exec_outs.h"
 
 enum { D = 8 };

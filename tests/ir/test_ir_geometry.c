@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 #include "common/check.h"
 

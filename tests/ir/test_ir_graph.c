@@ -23,7 +23,7 @@
 #include "base/alloc.h"
 #include "common/check.h"
 #include "common/graph_kv.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 #include "common/exec_outs.h"
 
 enum { D = FBX_TEST_KV_D, MAXL = 64 };

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "ir/ir_compiled.h"
+#include "exec/exec_compiled.h"
 
 static int passed, failed;
 

@@ -5,7 +5,7 @@
  * for 1x1/stride-1 convolutions) and one cuBLASLt GEMM batched over groups. */
 #include <string.h>
 
-#include "../../ir/ir_compiled.h"
+#include "../../exec/exec_compiled.h"
 #include "cuda_internal.h"
 
 #define FBX__CONV_DIRECT_MAX_TAPS 16

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 /* Folded outputs above this size stay computed at run time (memory). */
 #define FBX__IR_FOLD_MAX_BYTES ((size_t)16 << 20)

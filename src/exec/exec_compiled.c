@@ -6,7 +6,7 @@
 #include "../base/alloc.h"
 #include "../base/checked.h"
 #include "../trace/trace.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 #define FBX__IR_SEEN_MAX 128 /* remembered keys per path (for RETRACE) */
 
@@ -44,6 +44,25 @@ static int fbx__ir_decoder_syms(const fbx_ir_graph *g, const char **syms, int ca
     }
   }
   return n;
+}
+
+static const char *const fbx__ir_path_names[] = {"decode", "prefill", "general", "eager"};
+_Static_assert(sizeof(fbx__ir_path_names) / sizeof(fbx__ir_path_names[0]) == FBX_IR_PATH_COUNT,
+               "path name table out of sync");
+
+const char *fbx_ir_path_name(fbx_ir_path p) {
+  if ((unsigned)p >= FBX_IR_PATH_COUNT) return "?";
+  return fbx__ir_path_names[p];
+}
+
+const char *fbx_ir_cache_event_name(fbx_ir_cache_event e) {
+  switch (e) {
+    case FBX_IR_CACHE_HIT: return "HIT";
+    case FBX_IR_CACHE_MISS: return "MISS";
+    case FBX_IR_CACHE_RETRACE: return "RETRACE";
+    case FBX_IR_CACHE_NONE: break;
+  }
+  return "";
 }
 
 bool fbx_ir_graph_is_decoder(const fbx_ir_graph *g) {

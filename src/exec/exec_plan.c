@@ -4,7 +4,7 @@
 
 #include "../base/alloc.h"
 #include "../base/arena.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 #include "../trace/trace.h"
 
 /* Shallow clone: arrays copied into a new arena, constant data, names and

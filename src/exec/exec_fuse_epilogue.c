@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 #define FBX__EPI_SELF (-2) /* program input that is the conv output itself */
 #define FBX__EPI_MAX_REGS 256

@@ -1,12 +1,13 @@
 /* Internal: a plan (the graph after passes, for one cache key) and the
- * executor that runs it. Shared by ir_plan.c, ir_exec.c, ir_compiled.c.
+ * executor that runs it. Shared by exec_plan.c, exec_run.c, exec_compiled.c.
  * Not part of the public IR API. */
 #ifndef FBX_IR_PLAN_H
 #define FBX_IR_PLAN_H
 
 #include <pthread.h>
 
-#include "ir_compiled.h"
+#include "exec_compiled.h"
+#include "../ir/ir_passes.h"
 #include "../trace/trace.h"
 
 typedef struct fbx__ir_plan_opts {
@@ -19,7 +20,7 @@ typedef struct fbx__ir_plan_opts {
   bool reuse_slots;   /* liveness-based slot sharing (false: one slot per value) */
 } fbx__ir_plan_opts;
 
-/* A run's launch signature (ir_exec.c): what a device step and an upload
+/* A run's launch signature (exec_run.c): what a device step and an upload
  * were given (node, state, data pointers, shapes; upload dst/src/bytes), one
  * word each. Two runs with equal signatures enqueue identical work. */
 typedef struct fbx__ir_sig {
@@ -60,21 +61,21 @@ typedef struct fbx__ir_plan {
                                           host-step outputs, read-backs), or NULL */
   void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
   int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
-  /* Graphs (backends with graph_begin; see ir_exec.c): */
+  /* Graphs (backends with graph_begin; see exec_run.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig, sig_prev, sig_graph;/* this pass, the previous run, the captured graph */
   fbx_backend_graph *graph;            /* the captured device work, or NULL */
   bool graph_stable;                   /* the last two runs had equal signatures: capture next */
   bool graph_off;                      /* this plan cannot be captured (read-backs, or a capture failed) */
   int64_t run_captures, run_replays;   /* this run's graph counters */
-  /* cache bookkeeping (ir_compiled.c) */
+  /* cache bookkeeping (exec_compiled.c) */
   fbx_ir_path path;
   char key[256];
   uint64_t last_used;
 } fbx__ir_plan;
 
 /* Node states prepared once per compiled subgraph and shared by all its
- * plans, indexed by original node id (see ir_prep.c). Owns the states;
+ * plans, indexed by original node id (see exec_prep.c). Owns the states;
  * destroy after every plan that uses them. */
 typedef struct fbx__ir_prep_cache {
   const fbx_ir_graph *g;       /* the original graph (borrowed) */
@@ -121,8 +122,7 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
 /* Passes over a plan graph (a clone the plan owns). dead[n] marks removed nodes. */
 fbx_status *fbx__ir_fold(fbx_ir_graph *g, fbx_backend *be, bool *dead, bool fold_shapes,
                          const fbx_tensor *inputs, int n_inputs);
-fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
-/* Conv epilogues (ir_fuse_epilogue.c), after fbx__ir_fuse: sets
+/* Conv epilogues (exec_fuse_epilogue.c), after fbx__ir_fuse: sets
  * fast_names[conv] to the absorbed ops ("Mul+Add+..."). use_inputs: shapes of
  * the run's inputs hold for every run of this plan (shape-keyed). */
 fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, const char **fast_names,

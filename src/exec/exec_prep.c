@@ -14,7 +14,7 @@
 
 #include "../base/alloc.h"
 #include "../trace/trace.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 /* Call node_prepare for node nid of g. Constant inputs pass host data (the
  * graph's copy) in const_inputs and backend memory in inputs: dev[v] when

@@ -6,7 +6,7 @@
  *
  * Host-visible backends read inputs in place and write outputs in place. On
  * the others, inputs that device steps read are uploaded, shape-data steps
- * run on the host backend (ir_plan.c, fbx__ir_plan_host_steps), and outputs
+ * run on the host backend (exec_plan.c, fbx__ir_plan_host_steps), and outputs
  * are copied once through the backend. Every buffer is plan-owned and grows
  * geometrically: the steady state allocates nothing (counted per run).
  *
@@ -33,7 +33,7 @@
 
 #include "../base/alloc.h"
 #include "../trace/trace.h"
-#include "ir_plan.h"
+#include "exec_plan.h"
 
 /* Checked (base/checked.h): inputs are validated at run entry, outputs by shape inference. */
 static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbytes(t); }

@@ -24,7 +24,8 @@
 #include <stdint.h>
 
 #include "../backend/backend.h"
-#include "ir_graph.h"
+#include "../ir/ir_graph.h"
+#include "../ir/ir_shape.h"
 
 typedef enum fbx_ir_path {
   FBX_IR_PATH_DECODE, FBX_IR_PATH_PREFILL, FBX_IR_PATH_GENERAL, FBX_IR_PATH_EAGER,
@@ -106,10 +107,5 @@ bool fbx_ir_graph_is_decoder(const fbx_ir_graph *g);
 fbx_ir_path fbx_ir_path_classify(const fbx_ir_graph *g, bool compile, const fbx_tensor *inputs,
                                  int n_inputs);
 
-/* Shape inference of one node given its input tensors' shapes (and, for the
- * inputs in fbx_ir_op_shape_data_inputs, their host data). Fills outputs'
- * dtype/rank/dims (data untouched). */
-fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
-                              fbx_tensor *outputs, int n_outputs);
 
 #endif

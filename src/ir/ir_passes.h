@@ -1,0 +1,16 @@
+/* Passes over a plan graph that need nothing but the IR (the executor's
+ * passes that run kernels or ask a backend live in src/exec/). dead[n]
+ * marks removed nodes. */
+#ifndef FBX_IR_PASSES_H
+#define FBX_IR_PASSES_H
+
+#include <stdbool.h>
+
+#include "../base/status.h"
+#include "ir_graph.h"
+
+/* Elementwise fusion: chains of elementwise nodes become one FUSED_EW node;
+ * fast_names[node id] gets its "Add+Mul+Tanh" name (plan-owned strings). */
+fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
+
+#endif
