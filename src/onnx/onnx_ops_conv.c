@@ -59,7 +59,7 @@ bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *w, fbx_
   else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
   else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
   else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
-  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE;
+  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE && op != FBX_IR_OP_CONV_INT;
   for (int i = 0; i < nd; i++) {
     if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
       return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
