@@ -3,11 +3,15 @@
 //   - decode: models/gen/decoder_100m.onnx, prefill + greedy decode, tok/s of each (whole loops
 //     in alternating rounds, as `fusebox generate` times them)
 //   - latency: models/gen/cnn_small.onnx, cnn_resnet18ish.onnx and the PP-OCR det/rec/cls
+//   - quant (only with --only quant: minutes per run): models/gen/unet_q_1024.onnx, the
+//     quantize_dynamic-style U-Net (scripts/make_models.sh --bench)
+//   every latency row: outputs of both EPs compared after the timing (max abs difference)
 // Prints a table to stdout (the lead copies it into bench/RESULTS.md).
 // usage: bench_models [--threads N] [--iters N] [--prompt-len N] [--new-tokens N] [--decoder PATH]
-//                     [--only decode|latency]
+//                     [--only decode|latency|quant]
 // Env: FUSEBOX_ORT_LIB / FUSEBOX_EP_LIB / FUSEBOX_REPO as for every ort_host program.
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +98,25 @@ static int bench_latency(fbx_host *h, const bench_cfg *cfg, const char *rel, con
   }
   if (err) goto out;
   double mf = median(t[0], cfg->iters), mc = median(t[1], cfg->iters);
-  printf("| %-34s | %-12s | %9.3f | %9.3f | %5.2fx |\n", rel, shape_note, mf, mc, mc / mf);
+  // outputs checked: one more run each, every output compared (Fusebox against ORT's CPU EP)
+  fbx_host_tensor *o[2] = {NULL, NULL};
+  size_t no[2] = {0, 0};
+  for (int k = 0; k < 2 && !err; k++) err = fbx_host_session_run(s[k], &in, 1, &o[k], &no[k]);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; !err && i < no[0] && i < no[1]; i++) {
+    fbx_host_cmp c;
+    fbx_host_compare(&o[0][i], &o[1][i], 0, 0, &c);
+    worst = c.shape_mismatch ? INFINITY : worst > c.max_abs ? worst : c.max_abs;
+    for (size_t e = 0; e < fbx_host_tensor_numel(&o[1][i]); e++) {
+      double v = fabs(fbx_host_tensor_get(&o[1][i], e));
+      scale = v > scale ? v : scale;
+    }
+  }
+  fbx_host_tensors_free(o[0], no[0]);
+  fbx_host_tensors_free(o[1], no[1]);
+  if (err) goto out;
+  printf("| %-34s | %-12s | %9.3f | %9.3f | %5.2fx | outputs max abs diff %.3g (max |ORT| %.3g)\n", rel, shape_note,
+         mf, mc, mc / mf, worst, scale);
   rc = 0;
 out:
   if (err) {
@@ -223,6 +245,8 @@ int main(int argc, char **argv) {
     rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_PP-OCRv4_rec_infer.onnx", "1x3x48x320", rec, 4);
     rc |= bench_latency(h, &cfg, ".deps/ocr/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx", "1x3x48x192", cls, 4);
   }
+  if (cfg.only && strcmp(cfg.only, "quant") == 0)
+    rc |= bench_latency(h, &cfg, "models/gen/unet_q_1024.onnx", "1x3x1024x1024", NULL, 0);
   fbx_host_close(h);
   return rc ? 1 : 0;
 }

@@ -8,6 +8,8 @@
 #   models/gen/decoder_100m.onnx      L=12 H=768 N=12 F=2048 V=16384   (--bench)
 #   models/gen/cnn_small.onnx         1x3x64x64, widths 8/16/32/64, 1 block per stage (tests)
 #   models/gen/cnn_resnet18ish.onnx   1x3x224x224, widths 64/128/256/512, 2 blocks per stage
+#   models/gen/unet_q_small.onnx      quantize_dynamic-style U-Net 1x3x64x64, 11 convs (+ numpy reference case)
+#   models/gen/unet_q_1024.onnx       the same at 1x3x1024x1024, widths 16..256, 100 convs (--bench)
 #   models/gen/names.onnx             node names that need JSON escaping (trace test)
 #   models/gen/vad.onnx               Silero-style VAD, LSTM(128) inside If branches, 512/256-sample chunks
 #   models/gen/vad_noshape.onnx       the same at hidden 64, branch outputs declared without shapes
@@ -55,6 +57,8 @@ gen "$OUT/names.onnx" models/gen_names.py
 # Silero-style VAD: STFT-as-Conv1d, convs, an LSTM inside If branches by sample rate, state in/out
 gen "$OUT/vad.onnx" models/gen_vad.py --chunk 512 --hidden 128
 gen "$OUT/vad_noshape.onnx" models/gen_vad.py --chunk 512 --hidden 64 --no-branch-shapes
+# quantize_dynamic-style U-Net and its numpy reference (input.npy / logits.npy)
+gen "$OUT/unet_q_small.onnx" models/gen_unet_q.py --size 64 --widths 8,16,32 --convs 2 --cases "$OUT/cases/unet_q_small"
 # GenAI-style int4 decoder (com.microsoft ops) at accuracy_level 0 and 4, plus its float64 reference
 GENAI_TINY="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256"
 gen "$OUT/genai_tiny.onnx" models/gen_genai.py $GENAI_TINY --accuracy-level 0 --cases "$OUT/cases/genai_tiny"
@@ -64,6 +68,7 @@ if [ "$BENCH" = 1 ]; then
   GENAI_QWEN="--layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 --vocab 151936 --max-pos 1024"
   gen "$OUT/genai_qwen05b.onnx" models/gen_genai.py $GENAI_QWEN --accuracy-level 0
   gen "$OUT/genai_qwen05b_q4.onnx" models/gen_genai.py $GENAI_QWEN --accuracy-level 4
+  gen "$OUT/unet_q_1024.onnx" models/gen_unet_q.py --size 1024 --widths 16,32,64,128,256 --convs 11
 fi
 
 # reference cases for the tiny decoder (numpy forward, checked against a graph interpreter)

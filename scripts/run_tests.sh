@@ -105,6 +105,7 @@ OCR=$ROOT/.deps/ocr/package/assets
 CASES=(
   "models/gen/decoder_tiny.onnx|"
   "models/gen/cnn_small.onnx|"
+  "models/gen/unet_q_small.onnx|"
   "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x224x224"
   "$OCR/ch_PP-OCRv4_rec_infer.onnx|--shape x=1x3x48x320"
   "$OCR/ch_ppocr_mobile_v2.0_cls_infer.onnx|--shape x=1x3x48x192"

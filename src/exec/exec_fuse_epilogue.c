@@ -11,7 +11,10 @@
  *     run's inputs on shape-keyed plans, else static graph dims);
  *   - every other input of e is produced before the conv (order of steps);
  *   - the backend says it applies epilogues for this node (supports_epilogue).
- * The conv node then gets inputs (X, W, B or NONE, other program inputs...),
+ * CONV_INT (int32 output) takes an epilogue too: its program starts from the int32
+ * accumulators (a Cast to float first, as quantize_dynamic's ConvInteger -> Cast -> Mul -> Add).
+ * The conv node then gets inputs (X, W, B or NONE, other program inputs...) (CONV_INT:
+ * (X, W, x_zp or NONE, w_zp or NONE, other program inputs...)),
  * params.conv.epilogue/epilogue_reg, and writes e's output; e becomes dead. */
 #include <string.h>
 
@@ -218,16 +221,16 @@ static fbx_status *fbx__epi_rewrite(fbx__epi_ctx *c, int nid, int out_v, const f
   fbx_ir_graph *g = c->g;
   fbx_ir_node *n = &g->nodes[nid];
   fbx_ir_ew_program *pg = fbx_ir_graph_alloc(g, sizeof(*pg));
-  int n_in = 3 + acc->prog.n_inputs - 1;
+  int n_in = (n->op == FBX_IR_OP_CONV_INT ? 4 : 3) + acc->prog.n_inputs - 1;
   int *ins = fbx_ir_graph_alloc(g, sizeof(int) * (size_t)n_in);
   int *outs = fbx_ir_graph_alloc(g, sizeof(int));
   if (!pg || !ins || !outs) return FBX_ERR_OOM();
   *pg = acc->prog;
   pg->in_dtypes[0] = g->values[n->outputs[0]].dtype;
-  ins[0] = n->inputs[0];
-  ins[1] = n->inputs[1];
-  ins[2] = n->n_inputs > 2 ? n->inputs[2] : FBX_IR_NONE;
-  for (int e = 1, k = 3; e < acc->prog.n_inputs; e++) ins[k++] = acc->ext[e];
+  /* fixed inputs: (X, W, B) for CONV / CONV_TRANSPOSE, (X, W, x_zp, w_zp) for CONV_INT */
+  int nfix = n->op == FBX_IR_OP_CONV_INT ? 4 : 3;
+  for (int i = 0; i < nfix; i++) ins[i] = i < n->n_inputs ? n->inputs[i] : FBX_IR_NONE;
+  for (int e = 1, k = nfix; e < acc->prog.n_inputs; e++) ins[k++] = acc->ext[e];
   outs[0] = out_v;
   n->inputs = ins;
   n->n_inputs = n_in;
@@ -243,7 +246,8 @@ fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, 
   if (!be->vt->supports_epilogue) return NULL;
   bool any = false;
   for (int nid = 0; nid < g->n_nodes && !any; nid++)
-    any = !dead[nid] && (g->nodes[nid].op == FBX_IR_OP_CONV || g->nodes[nid].op == FBX_IR_OP_CONV_TRANSPOSE);
+    any = !dead[nid] && (g->nodes[nid].op == FBX_IR_OP_CONV || g->nodes[nid].op == FBX_IR_OP_CONV_TRANSPOSE ||
+                         g->nodes[nid].op == FBX_IR_OP_CONV_INT);
   if (!any) return NULL;
   size_t nv = (size_t)g->n_values + 1;
   fbx__epi_ctx c = {.g = g, .dead = dead};
@@ -274,16 +278,17 @@ fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, 
   fbx__epi_shapes(&c, use_inputs, inputs, n_inputs);
   for (int nid = 0; nid < g->n_nodes; nid++) {
     fbx_ir_node *n = &g->nodes[nid];
-    if (dead[nid] || (n->op != FBX_IR_OP_CONV && n->op != FBX_IR_OP_CONV_TRANSPOSE)) continue;
-    if (n->n_outputs != 1 || n->n_inputs < 2 || n->n_inputs > 3 || n->params.conv.epilogue) continue;
+    bool qint = n->op == FBX_IR_OP_CONV_INT; /* int32 accumulators, converted by the epilogue */
+    if (dead[nid] || (n->op != FBX_IR_OP_CONV && n->op != FBX_IR_OP_CONV_TRANSPOSE && !qint)) continue;
+    if (n->n_outputs != 1 || n->n_inputs < 2 || n->n_inputs > (qint ? 4 : 3) || n->params.conv.epilogue) continue;
     if (!be->vt->supports_epilogue(be, n)) continue;
     int cur = n->outputs[0];
-    if (g->values[cur].dtype != FBX_DTYPE_F32) continue;
+    if (g->values[cur].dtype != (qint ? FBX_DTYPE_I32 : FBX_DTYPE_F32)) continue;
     fbx__epi_acc acc;
     memset(&acc, 0, sizeof acc);
     acc.prog.n_inputs = 1;
     acc.prog.out_reg = 0;
-    acc.prog.in_dtypes[0] = FBX_DTYPE_F32;
+    acc.prog.in_dtypes[0] = g->values[cur].dtype;
     acc.ext[0] = FBX__EPI_SELF;
     const char *name = NULL;
     for (;;) {

@@ -34,7 +34,7 @@ fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, c
   if (nd < 1 || nd > 3) return FBX__IR_FAIL(node, "input rank %d: need 1..3 spatial dims", x->rank);
   if (cp->nd && cp->nd != nd) return FBX__IR_FAIL(node, "params say %d spatial dims, input has %d", cp->nd, nd);
   bool transpose = node->op == FBX_IR_OP_CONV_TRANSPOSE;
-  bool pool = !(node->op == FBX_IR_OP_CONV || transpose);
+  bool pool = !(node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_INT || transpose);
   bool same = cp->auto_pad == FBX_IR_PAD_SAME_UPPER || cp->auto_pad == FBX_IR_PAD_SAME_LOWER;
   bool upper = cp->auto_pad == FBX_IR_PAD_SAME_UPPER;
   for (int i = 0; i < nd; i++) {

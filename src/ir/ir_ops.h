@@ -91,6 +91,8 @@
   X(FUSED_EW, FBX_IR_CLASS_OTHER, 0)                                             \
   /* ---- linear algebra ---- */                                                 \
   X(MATMUL, FBX_IR_CLASS_OTHER, 0)      /* (A,B): batched numpy matmul, params.matmul */ \
+  X(DYN_QUANT, FBX_IR_CLASS_OTHER, 0)   /* (X f32) -> (Y u8, scale f32 [], zp u8 []): DynamicQuantizeLinear */ \
+  X(MATMUL_INT, FBX_IR_CLASS_OTHER, 0)  /* (A, B[, a_zp (1 or M)][, b_zp (1 or N)]) u8/s8 -> int32 exact, no transposes */ \
   /* ---- normalisation / softmax ---- */                                        \
   X(SOFTMAX, FBX_IR_CLASS_OTHER, 0)     /* params.axis (normalised) */           \
   X(LOG_SOFTMAX, FBX_IR_CLASS_OTHER, 0)                                          \
@@ -140,6 +142,7 @@
   /* ---- convolution / pooling / resize: params.conv, params.resize ---- */    \
   X(CONV, FBX_IR_CLASS_OTHER, 0)        /* (X, W[, B]) NC(D)HW */                \
   X(CONV_TRANSPOSE, FBX_IR_CLASS_OTHER, 0)                                       \
+  X(CONV_INT, FBX_IR_CLASS_OTHER, 0)    /* (X, W[, x_zp][, w_zp]) u8/s8 -> int32 exact; w_zp 1 or M entries */ \
   X(MAXPOOL, FBX_IR_CLASS_OTHER, 0)                                              \
   X(AVGPOOL, FBX_IR_CLASS_OTHER, 0)                                              \
   X(LPPOOL, FBX_IR_CLASS_OTHER, 0)                                               \

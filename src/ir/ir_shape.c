@@ -239,6 +239,7 @@ static int fbx__ir_expected_outputs(const fbx_ir_node *node) {
     case FBX_IR_OP_GQA: return 3;
     case FBX_IR_OP_LSTM: return 3;
     case FBX_IR_OP_GRU: case FBX_IR_OP_RNN: return 2;
+    case FBX_IR_OP_DYN_QUANT: return 3;
     default: return 1;
   }
 }
@@ -258,6 +259,22 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
   switch (node->op) {
     case FBX_IR_OP_FUSED_EW: st = fbx__ir_infer_ew(node, inputs, n_inputs, outputs); break;
     case FBX_IR_OP_MATMUL: st = fbx__ir_infer_matmul(node, inputs, n_inputs, outputs); break;
+    case FBX_IR_OP_DYN_QUANT:
+      FBX__IR_NEED_IN(node, n_inputs, 1);
+      if (inputs[0].rank < 0) return FBX__IR_FAIL(node, "input 0 missing");
+      outputs[0] = inputs[0];
+      outputs[0].data = NULL;
+      outputs[0].dtype = FBX_DTYPE_U8;
+      memset(&outputs[1], 0, sizeof outputs[1]);
+      outputs[1].dtype = FBX_DTYPE_F32;
+      memset(&outputs[2], 0, sizeof outputs[2]);
+      outputs[2].dtype = FBX_DTYPE_U8;
+      st = NULL;
+      break;
+    case FBX_IR_OP_MATMUL_INT: /* inputs 2, 3 are zero points (1 or M / N entries), not a bias */
+      st = fbx__ir_infer_matmul(node, inputs, n_inputs < 2 ? n_inputs : 2, outputs);
+      if (!st) outputs[0].dtype = FBX_DTYPE_I32;
+      break;
     case FBX_IR_OP_SOFTMAX:
     case FBX_IR_OP_LOG_SOFTMAX:
     case FBX_IR_OP_HARDMAX:

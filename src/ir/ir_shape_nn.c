@@ -12,13 +12,14 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
   int64_t k[3], pads[6], os[3];
   int64_t group = node->params.conv.group > 0 ? node->params.conv.group : 1;
   int64_t ch;
-  if (node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE) {
+  bool qint = node->op == FBX_IR_OP_CONV_INT; /* inputs 2, 3 are zero points, not a bias */
+  if (node->op == FBX_IR_OP_CONV || qint || node->op == FBX_IR_OP_CONV_TRANSPOSE) {
     FBX__IR_NEED_IN(node, n_in, 2);
     w = &in[1];
     if (w->rank != x->rank) return FBX__IR_FAIL(node, "weight rank %d != input rank %d", w->rank, x->rank);
     int64_t wc;
     if (!fbx_i64_mul(w->dims[1], group, &wc)) return FBX__IR_FAIL(node, "weight dim 1 x group overflows int64");
-    if (node->op == FBX_IR_OP_CONV) {
+    if (node->op != FBX_IR_OP_CONV_TRANSPOSE) {
       if (x->dims[1] != wc)
         return FBX__IR_FAIL(node, "input channels %lld != %lld x group %lld", (long long)x->dims[1],
                             (long long)w->dims[1], (long long)group);
@@ -28,7 +29,13 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
                                                         (long long)x->dims[1], (long long)w->dims[0]);
       ch = wc;
     }
-    if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != ch)
+    if (qint) {
+      if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != 1)
+        return FBX__IR_FAIL(node, "x_zero_point has %lld elements, expected 1", (long long)fbx__ir_numel(&in[2]));
+      if (fbx__ir_present(in, n_in, 3) && fbx__ir_numel(&in[3]) != 1 && fbx__ir_numel(&in[3]) != ch)
+        return FBX__IR_FAIL(node, "w_zero_point has %lld elements, expected 1 or %lld",
+                            (long long)fbx__ir_numel(&in[3]), (long long)ch);
+    } else if (fbx__ir_present(in, n_in, 2) && fbx__ir_numel(&in[2]) != ch)
       return FBX__IR_FAIL(node, "bias has %lld elements, expected %lld", (long long)fbx__ir_numel(&in[2]), (long long)ch);
   } else {
     if (x->rank < 3) return FBX__IR_FAIL(node, "input rank %d < 3", x->rank);
@@ -39,7 +46,10 @@ static fbx_status *fbx__ir_conv(const fbx_ir_node *node, const fbx_tensor *in, i
   out->dims[0] = x->dims[0];
   out->dims[1] = ch;
   for (int i = 0; i < x->rank - 2; i++) out->dims[2 + i] = os[i];
-  out->dtype = x->dtype;
+  out->dtype = qint ? FBX_DTYPE_I32 : x->dtype;
+  const fbx_ir_ew_program *ep = node->params.conv.epilogue;
+  if (qint && ep && ep->out_reg >= ep->n_inputs) /* the epilogue's result (float after the Cast) */
+    out->dtype = ep->instrs[ep->out_reg - ep->n_inputs].dtype;
   return NULL;
 }
 
@@ -97,6 +107,7 @@ fbx_status *fbx__ir_infer_nn(const fbx_ir_node *node, const fbx_tensor *in, int 
   if (in[0].rank < 0) return FBX__IR_FAIL(node, "input 0 missing");
   switch (node->op) {
     case FBX_IR_OP_CONV:
+    case FBX_IR_OP_CONV_INT:
     case FBX_IR_OP_CONV_TRANSPOSE:
     case FBX_IR_OP_MAXPOOL:
     case FBX_IR_OP_AVGPOOL:

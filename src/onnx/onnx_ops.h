@@ -144,6 +144,10 @@ fbx_status *fbx__onnx_const_f64s(fbx_onnx_tctx *t, fbx_dtype dt, const double *v
 /* Convert an index tensor to int64 (CAST node when not already int64). */
 fbx_status *fbx__onnx_to_i64(fbx_onnx_tctx *t, int id, int *out);
 
+/* params.conv of a Conv-like node from its attributes (w: the weight value, or
+ * NULL for pools); false with a reason when an attribute is unusable (onnx_ops_conv.c). */
+bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *w, fbx_ir_params *p);
+
 /* ---- families: declare claim_X / tr_X for every registry column ---- */
 #define FBX__ONNX_FAMILY(name)                        \
   bool fbx__onnx_claim_##name(const fbx_onnx_cctx *c); \
@@ -205,19 +209,21 @@ FBX__ONNX_FAMILY(conv)
 FBX__ONNX_FAMILY(pool)
 FBX__ONNX_FAMILY(gpool)
 FBX__ONNX_FAMILY(resize)
-FBX__ONNX_FAMILY(convint)
 /* composed ops (onnx_ops_extra.c) */
 FBX__ONNX_FAMILY(size)
 FBX__ONNX_FAMILY(shrink)
 FBX__ONNX_FAMILY(eyelike)
 FBX__ONNX_FAMILY(compress)
 FBX__ONNX_FAMILY(einsum)
+FBX__ONNX_FAMILY(unique)
+/* quantisation (onnx_ops_quant.c) */
 FBX__ONNX_FAMILY(dequant)
 FBX__ONNX_FAMILY(quant)
 FBX__ONNX_FAMILY(dynquant)
 FBX__ONNX_FAMILY(mmint)
 FBX__ONNX_FAMILY(qlmm)
-FBX__ONNX_FAMILY(unique)
+FBX__ONNX_FAMILY(convint)
+FBX__ONNX_FAMILY(qlconv)
 /* decoder ops (onnx_ops_msft.c) */
 FBX__ONNX_FAMILY(skipnorm)
 FBX__ONNX_FAMILY(mnb)

@@ -1,5 +1,5 @@
 /* Conv, ConvTranspose, MaxPool/AveragePool/LpPool, GlobalAverage/MaxPool,
- * ConvInteger (float32 CONV over zero-point-shifted ints, exact for K <= 258). */
+ * (ConvInteger and QLinearConv are onnx_ops_quant.c). */
 #include <string.h>
 
 #include "../base/alloc.h"
@@ -21,7 +21,7 @@ static bool fbx__onnx_ints_n(const fbx_onnx_node *node, const char *name, int n,
 
 /* Fills p.conv from the attributes; reason on failure. W (may be NULL for pools) gives the kernel when
  * kernel_shape is absent. */
-static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *w, fbx_ir_params *p) {
+bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *w, fbx_ir_params *p) {
   const fbx_onnx_node *n = c->n;
   const fbx_onnx_value *x = fbx__onnx_cin(c, 0);
   fbx_ir_op op = (fbx_ir_op)c->e->aux;
@@ -59,7 +59,7 @@ static bool fbx__onnx_conv_params(const fbx_onnx_cctx *c, const fbx_onnx_value *
   else if (strcmp(ap, "SAME_UPPER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_UPPER;
   else if (strcmp(ap, "SAME_LOWER") == 0) p->conv.auto_pad = FBX_IR_PAD_SAME_LOWER;
   else return fbx__onnx_fail(c, "auto_pad '%s' not supported", ap);
-  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE;
+  bool pool = op != FBX_IR_OP_CONV && op != FBX_IR_OP_CONV_TRANSPOSE && op != FBX_IR_OP_CONV_INT;
   for (int i = 0; i < nd; i++) {
     if (p->conv.kernel[i] < 1 || p->conv.strides[i] < 1 || p->conv.dilations[i] < 1)
       return fbx__onnx_fail(c, "kernel/strides/dilations must be >= 1");
@@ -171,108 +171,4 @@ fbx_status *fbx__onnx_tr_gpool(fbx_onnx_tctx *t) {
   int x;
   FBX_TRY(fbx__onnx_tin(t, 0, &x));
   return fbx__onnx_emit_out(t, (fbx_ir_op)t->e->aux, &x, 1, &p);
-}
-
-/* ======================= ConvInteger ======================= */
-
-/* ConvInteger runs as a float32 CONV over (x - x_zp) and (w - w_zp): every
- * difference is an integer with |d| <= 255, so each product is <= 255^2 and
- * every partial sum of K = C/group * kernel volume products stays an exact
- * float32 integer while K * 255^2 < 2^24, i.e. K <= 258. Padding is zero in
- * the shifted domain, which is ONNX's "pad with x_zero_point". */
-#define FBX__ONNX_CONVINT_KMAX 258
-#define FBX__ONNX_Q8 (FBX__DT(U8) | FBX__DT(I8))
-
-static bool fbx__onnx_convint_scalar(const fbx_onnx_value *v) {
-  if (!v || v->rank > 1) return false;
-  return v->rank == 0 || v->dims[0] == 1;
-}
-
-bool fbx__onnx_claim_convint(const fbx_onnx_cctx *c) {
-  const fbx_onnx_value *x = fbx__onnx_cin(c, 0), *w = fbx__onnx_cin(c, 1);
-  const fbx_onnx_value *xz = fbx__onnx_cin(c, 2), *wz = fbx__onnx_cin(c, 3);
-  if (!fbx__onnx_dt_ok(c, x, FBX__ONNX_Q8, "x") || !fbx__onnx_dt_ok(c, w, FBX__ONNX_Q8, "w")) return false;
-  if (!fbx__onnx_dt_ok(c, fbx__onnx_cout(c, 0), FBX__DT(I32), "output")) return false;
-  if (w->rank != x->rank) return fbx__onnx_fail(c, "w rank %d differs from x rank %d", w->rank, x->rank);
-  if (xz && (xz->dtype != x->dtype || !fbx__onnx_convint_scalar(xz)))
-    return fbx__onnx_fail(c, "x_zero_point must be a per-tensor scalar of the x dtype");
-  if (wz) {
-    if (wz->dtype != w->dtype) return fbx__onnx_fail(c, "w_zero_point dtype differs from w");
-    if (!fbx__onnx_convint_scalar(wz)) {
-      if (wz->rank != 1 || wz->dims[0] < 0 || wz->dims[0] != w->dims[0])
-        return fbx__onnx_fail(c, "w_zero_point must be a scalar or 1-D of length M (output channels)");
-      if (!fbx__onnx_cconst(c, 3, "per-channel w_zero_point")) return false;
-    }
-  }
-  fbx_ir_params p;
-  if (!fbx__onnx_conv_params(c, w, &p)) return false;
-  int64_t wc;
-  if (x->dims[1] >= 0 && w->dims[1] >= 0 &&
-      (!fbx_i64_mul(w->dims[1], p.conv.group, &wc) || x->dims[1] != wc))
-    return fbx__onnx_fail(c, "channels %lld != W C/group %lld * group %lld", (long long)x->dims[1],
-                          (long long)w->dims[1], (long long)p.conv.group);
-  if (w->dims[1] < 0)
-    return fbx__onnx_fail(c, "W C/group unknown: float32 accumulation is exact only for C/group * kernel volume <= %d",
-                          FBX__ONNX_CONVINT_KMAX);
-  int64_t k = w->dims[1];
-  for (int i = 0; i < p.conv.nd && k <= FBX__ONNX_CONVINT_KMAX; i++)
-    if (!fbx_i64_mul(k, p.conv.kernel[i], &k)) k = INT64_MAX;
-  if (k > FBX__ONNX_CONVINT_KMAX)
-    return fbx__onnx_fail(c,
-                          "K = C/group * kernel volume = %lld > %d: float32 accumulation of up to K * 255^2 "
-                          "would exceed 2^24 and not be exact",
-                          (long long)k, FBX__ONNX_CONVINT_KMAX);
-  return true;
-}
-
-static fbx_status *fbx__onnx_convint_cast(fbx_onnx_tctx *t, int id, fbx_dtype to, int *out) {
-  fbx_ir_params p;
-  memset(&p, 0, sizeof p);
-  p.ew.to = to;
-  return fbx__onnx_emit(t, FBX_IR_OP_CAST, &id, 1, &p, to, t->ir->values[id].rank, out);
-}
-
-/* f32(input vi) - f32(zero point zi); a per-channel w zero point becomes a
- * float32 constant of shape [M, 1, ...] (rank r). */
-static fbx_status *fbx__onnx_convint_shift(fbx_onnx_tctx *t, int vi, int zi, int r, int *out) {
-  int v, vf, z = FBX_IR_NONE, zf;
-  FBX_TRY(fbx__onnx_tin(t, vi, &v));
-  FBX_TRY(fbx__onnx_convint_cast(t, v, FBX_DTYPE_F32, &vf));
-  const fbx_onnx_value *zv = fbx__onnx_tin_value(t, zi);
-  if (!zv) { *out = vf; return NULL; }
-  if (!fbx__onnx_convint_scalar(zv)) {
-    const fbx_onnx_tensor *zt = fbx__onnx_value_const(t->g, t->n->inputs[zi]);
-    int64_t m = zv->dims[0];
-    if (!zt || zt->nbytes < (size_t)m) return FBX_ERR_NOTIMPL("ConvInteger: per-channel w_zero_point not readable");
-    double *buf = fbx_malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
-    if (!buf) return FBX_ERR_OOM();
-    for (int64_t i = 0; i < m; i++)
-      buf[i] = zt->dtype == FBX_DTYPE_I8 ? (double)((const int8_t *)zt->data)[i] : (double)((const uint8_t *)zt->data)[i];
-    int64_t dims[FBX_MAX_RANK];
-    dims[0] = m;
-    for (int i = 1; i < r; i++) dims[i] = 1;
-    fbx_status *st = fbx__onnx_const_f64s(t, FBX_DTYPE_F32, buf, r, dims, &zf);
-    fbx_free(buf);
-    FBX_TRY(st);
-  } else {
-    FBX_TRY(fbx__onnx_tin(t, zi, &z));
-    FBX_TRY(fbx__onnx_convint_cast(t, z, FBX_DTYPE_F32, &zf));
-  }
-  int ins[2] = {vf, zf};
-  return fbx__onnx_emit(t, FBX_IR_OP_SUB, ins, 2, NULL, FBX_DTYPE_F32, r, out);
-}
-
-fbx_status *fbx__onnx_tr_convint(fbx_onnx_tctx *t) {
-  fbx_onnx_cctx c = {t->g, t->n, t->e, NULL, 0};
-  fbx_ir_params p;
-  if (!fbx__onnx_conv_params(&c, fbx__onnx_tin_value(t, 1), &p)) return FBX_ERR_NOTIMPL("ConvInteger: bad attributes");
-  const fbx_onnx_value *y = fbx__onnx_tout_value(t, 0);
-  int r = fbx__onnx_tin_value(t, 0)->rank, ins[2], acc;
-  FBX_TRY(fbx__onnx_convint_shift(t, 0, 2, r, &ins[0]));
-  FBX_TRY(fbx__onnx_convint_shift(t, 1, 3, r, &ins[1]));
-  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CONV, ins, 2, &p, FBX_DTYPE_F32, y->rank, &acc));
-  fbx_ir_params cp;
-  memset(&cp, 0, sizeof cp);
-  cp.ew.to = FBX_DTYPE_I32;
-  return fbx__onnx_emit_out(t, FBX_IR_OP_CAST, &acc, 1, &cp);
 }

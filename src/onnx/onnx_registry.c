@@ -152,7 +152,8 @@
   X("AveragePool", "", 1, M, pool_h, CONV, OP(AVGPOOL),                                                       \
     "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides")                               \
   X("LpPool", "", 2, M, pool_h, KEEP, OP(LPPOOL), "auto_pad,kernel_shape,p,pads,strides")                     \
-  X("ConvInteger", "", 10, M, convint, CONV, OP(CONV), "auto_pad,dilations,group,kernel_shape,pads,strides")  \
+  X("ConvInteger", "", 10, M, convint, CONV, OP(CONV_INT), "auto_pad,dilations,group,kernel_shape,pads,strides") \
+  X("QLinearConv", "", 10, M, qlconv, CONV, OP(CONV_INT), "auto_pad,dilations,group,kernel_shape,pads,strides") \
   X("GlobalAveragePool", "", 1, M, gpool_h, GPOOL, OP(GLOBAL_AVGPOOL), "")                                    \
   X("GlobalMaxPool", "", 1, M, gpool_h, GPOOL, OP(GLOBAL_MAXPOOL), "")                                        \
   X("Resize", "", 10, M, resize_h, KEEP, OP(RESIZE),                                                          \
@@ -168,8 +169,8 @@
   X("DequantizeLinear", "", 10, M, dequant, SAME, OP(MUL), "axis")                                            \
   X("QuantizeLinear", "", 10, M, quant, SAME, OP(ROUND), "axis,saturate")                                     \
   X("DynamicQuantizeLinear", "", 11, M, dynquant, SAME, OP(ROUND), "")                                        \
-  X("MatMulInteger", "", 10, M, mmint, MATMUL, OP(MATMUL), "")                                                \
-  X("QLinearMatMul", "", 10, M, qlmm, QLMATMUL, OP(MATMUL), "")                                               \
+  X("MatMulInteger", "", 10, M, mmint, MATMUL, OP(MATMUL_INT), "")                                                \
+  X("QLinearMatMul", "", 10, M, qlmm, QLMATMUL, OP(MATMUL_INT), "")                                               \
   X("Unique", "", 11, M, unique, NONE, 0, "axis,sorted")                                                    \
   /* ---- decoder ops, ORT contrib-op semantics (onnx_ops_msft.c) ---- */                                    \
   X("SimplifiedLayerNormalization", "", 1, M, skipnorm, LAYERNORM, 0, "axis,epsilon,stash_type")              \

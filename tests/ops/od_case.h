@@ -12,7 +12,7 @@
 
 #include "common/ort_host.h"
 
-#define OD_MAX_IN 8  // inputs of a node (QLinearMatMul has 8)
+#define OD_MAX_IN 9  // inputs of a node (QLinearMatMul has 8, QLinearConv 9)
 #define OD_MAX_OUT 3
 #define OD_MAX_ATTR 8
 

@@ -96,5 +96,5 @@ void od_out_dtypes(const od_case *c, int *dt) {
   if (!strcmp(o, "MatMulInteger") || !strcmp(o, "ConvInteger")) dt[0] = FBX_HOST_I32;
   if (!strcmp(o, "LayerNormalization")) dt[1] = dt[2] = FBX_HOST_F32;
   if (!strcmp(o, "DynamicQuantizeLinear")) { dt[0] = dt[2] = FBX_HOST_U8; dt[1] = FBX_HOST_F32; }
-  if (!strcmp(o, "QLinearMatMul")) dt[0] = c->in[7].dtype;
+  if (!strcmp(o, "QLinearMatMul") || !strcmp(o, "QLinearConv")) dt[0] = c->in[7].dtype;
 }

@@ -16,6 +16,7 @@ static const od_ref_entry od_refs[] = {
     {"ConvInteger", 0, 1, od_ref_convint},
     {"MatMulInteger", 0, 1, od_ref_matmulint},
     {"QLinearMatMul", 0, 1, od_ref_qlinearmatmul},
+    {"QLinearConv", 0, 1, od_ref_qlinearconv},
     {"QuantizeLinear", 0, 1, od_ref_quantize},
     {"DequantizeLinear", 0, 1, od_ref_dequantize},
     {"DynamicQuantizeLinear", 0, 3, od_ref_dynquantize},

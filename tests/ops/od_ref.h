@@ -29,6 +29,7 @@ char *od_ref_dequantize(const od_case *c, fbx_host_tensor *y);
 char *od_ref_dynquantize(const od_case *c, fbx_host_tensor *y);
 char *od_ref_matmulint(const od_case *c, fbx_host_tensor *y);   // od_ref_intmm.c
 char *od_ref_qlinearmatmul(const od_case *c, fbx_host_tensor *y);
+char *od_ref_qlinearconv(const od_case *c, fbx_host_tensor *y);
 char *od_ref_convint(const od_case *c, fbx_host_tensor *y);
 
 // Input i, or NULL when absent (past n_in or rank -1).

@@ -142,3 +142,47 @@ char *od_ref_qlinearmatmul(const od_case *c, fbx_host_tensor *y) {
   fbx_host_tensor_free(&acc);
   return e;
 }
+
+// QLinearConv (x_scale, y_scale, y_zp per-tensor; w_scale per-tensor or per output channel;
+// optional int32 bias B[M]): acc = ConvInteger(x, w, x_zp, w_zp) + B[m], then
+// y = saturate(round_half_even(float(acc) * ((x_scale * w_scale[m]) / y_scale)) + y_zp), float32 in
+// that order (as ORT's CPU EP).
+char *od_ref_qlinearconv(const od_case *c, fbx_host_tensor *y) {
+  const fbx_host_tensor *xs = od_ref_in(c, 1), *ws = od_ref_in(c, 4), *ys = od_ref_in(c, 6), *yz = od_ref_in(c, 7);
+  const fbx_host_tensor *b = c->n_in > 8 ? od_ref_in(c, 8) : NULL;
+  int64_t lo, hi;
+  if (c->n_in < 8 || !xs || !ws || !ys || !yz || xs->dtype != FBX_HOST_F32 || ws->dtype != FBX_HOST_F32 ||
+      ys->dtype != FBX_HOST_F32 || fbx_host_tensor_numel(xs) != 1 || fbx_host_tensor_numel(ys) != 1 ||
+      fbx_host_tensor_numel(yz) != 1 || od_ref_q8_range(yz->dtype, &lo, &hi))
+    return fbx_host_errf("QLinearConv reference: float32 scales (x, y per-tensor) and 8-bit zero points expected");
+  od_case cv = *c;  // a view of the integer part: x, w, x_zp, w_zp (tensors and attributes borrowed)
+  cv.op = "ConvInteger";
+  cv.n_in = 4;
+  cv.in[0] = c->in[0];
+  cv.in[1] = c->in[3];
+  cv.in[2] = c->in[2];
+  cv.in[3] = c->in[5];
+  fbx_host_tensor acc;
+  char *e = od_ref_convint(&cv, &acc);
+  if (e) return e;
+  int64_t M = acc.dims[1], S = acc.dims[2] * acc.dims[3];
+  size_t nws = fbx_host_tensor_numel(ws);
+  if ((nws != 1 && nws != (size_t)M) || (b && fbx_host_tensor_numel(b) != (size_t)M)) {
+    fbx_host_tensor_free(&acc);
+    return fbx_host_errf("QLinearConv reference: w_scale / B of the wrong length");
+  }
+  e = fbx_host_tensor_alloc(y, "y0", yz->dtype, acc.rank, acc.dims);
+  if (!e) {
+    float sx = ((const float *)xs->data)[0], sy = ((const float *)ys->data)[0];
+    int64_t zp = od_ref_load(yz, 0);
+    size_t n = fbx_host_tensor_numel(&acc);
+    for (size_t i = 0; i < n; i++) {
+      int64_t m = ((int64_t)i / S) % M;
+      float mult = sx * ((const float *)ws->data)[nws == 1 ? 0 : m] / sy;
+      int32_t a = (int32_t)((uint32_t)od_ref_load(&acc, i) + (uint32_t)(b ? od_ref_load(b, (size_t)m) : 0));
+      od_ref_store(y, i, od_ref_requant((float)a * mult, zp, lo, hi));
+    }
+  }
+  fbx_host_tensor_free(&acc);
+  return e;
+}

@@ -149,10 +149,10 @@ static void fbx__cpu_destroy(fbx_backend *be) {
   fbx_free(be);
 }
 
-/* The one place that says which kernels apply params.conv.epilogue (cpu_conv.c). */
+/* The one place that says which kernels apply params.conv.epilogue (cpu_conv.c, cpu_qconv.c). */
 static bool fbx__cpu_supports_epilogue(fbx_backend *be, const fbx_ir_node *node) {
   (void)be;
-  return node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE;
+  return node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE || node->op == FBX_IR_OP_CONV_INT;
 }
 
 static const fbx_backend_vtable fbx__cpu_vtable = {

@@ -778,6 +778,12 @@ fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx
                        prog->n_inputs);
   fbx_tensor pin[FBX_IR_MAX_INPUTS];
   for (int j = 0, k = first_extra; j < prog->n_inputs; j++) pin[j] = j == reg ? *out : in[k++];
+  /* the kernel's own result may have another dtype than the program's (CONV_INT: int32
+   * accumulators converted in place to the float output, both 4 bytes) */
+  if (prog->in_dtypes[reg] != FBX_DTYPE_UNDEFINED) pin[reg].dtype = prog->in_dtypes[reg];
+  if (fbx_dtype_size(pin[reg].dtype) != fbx_dtype_size(out->dtype))
+    return FBX_ERR_ARG("%s: epilogue input dtype %s and output %s differ in size", fbx_ir_op_name(node->op),
+                       fbx_dtype_name(pin[reg].dtype), fbx_dtype_name(out->dtype));
   fbx__ew_layout lay;
   FBX_TRY(fbx__ew_layout_make(prog, &lay));
   unsigned char *mem = fbx_cpu_scratch(c, caller_bytes + lay.hdr + lay.worker_bytes * (size_t)c->threads);

@@ -99,6 +99,46 @@ static void fbx__rs2_task(void *arg, int64_t r0, int64_t r1, int worker) {
   }
 }
 
+/* Nearest without crop (no extrapolation): each output row (all dims but the last fixed) is a
+ * gather of one input row through the last dim's taps, and an output row whose source row is
+ * the previous output row's is a copy of it. Parallel over rows. */
+typedef struct fbx__rs_rows {
+  const fbx__rs_tap *const *t;
+  const fbx_tensor *x, *y;
+  const int64_t *xs;
+  size_t e;
+} fbx__rs_rows;
+
+static void fbx__rs_rows_task(void *arg, int64_t r0, int64_t r1, int worker) {
+  (void)worker;
+  const fbx__rs_rows *j = arg;
+  int r = j->y->rank;
+  int64_t W = j->y->dims[r - 1], prev = -1;
+  const fbx__rs_tap *tl = j->t[r - 1];
+  for (int64_t row = r0; row < r1; row++) {
+    int64_t rem = row, base = 0;
+    for (int d = r - 2; d >= 0; d--) {
+      int64_t i = rem % j->y->dims[d];
+      rem /= j->y->dims[d];
+      base += j->t[d][i].i0 * j->xs[d];
+    }
+    unsigned char *dst = (unsigned char *)j->y->data + (size_t)(row * W) * j->e;
+    if (base == prev && row > r0) {
+      memcpy(dst, dst - (size_t)W * j->e, (size_t)W * j->e);
+      continue;
+    }
+    prev = base;
+    const unsigned char *src = (const unsigned char *)j->x->data + (size_t)base * j->e;
+    if (j->e == 4) {
+      uint32_t *d4 = (uint32_t *)(void *)dst;
+      const uint32_t *s4 = (const uint32_t *)(const void *)src;
+      for (int64_t q = 0; q < W; q++) d4[q] = s4[tl[q].i0];
+    } else {
+      for (int64_t q = 0; q < W; q++) memcpy(dst + (size_t)q * j->e, src + (size_t)tl[q].i0 * j->e, j->e);
+    }
+  }
+}
+
 fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   fbx_tensor *y = &out[0];
@@ -169,6 +209,14 @@ fbx_status *fbx_cpu_k_RESIZE(FBX_CPU_KERNEL_ARGS) {
     int64_t nrows = total / OW;
     int64_t grain = (32768 + OW - 1) / (OW ? OW : 1); /* ~128 KiB of output per chunk at least */
     fbx_cpu_par(c, nrows, grain > 0 ? grain : 1, fbx__rs2_task, &j);
+    return NULL;
+  }
+  if (mode == FBX_IR_RESIZE_NEAREST && !crop && r >= 1 && total > 0) {
+    info->variant = "resize_nearest_gather_rows";
+    info->reason = "nearest, no crop: row gathers through the last dim's taps, repeated rows copied";
+    fbx__rs_rows j = {.t = (const fbx__rs_tap *const *)t, .x = x, .y = y, .xs = xs_, .e = e};
+    int64_t rows = total / y->dims[r - 1];
+    fbx_cpu_par(c, rows, total >= 65536 ? 8 : rows, fbx__rs_rows_task, &j);
     return NULL;
   }
   info->variant = mode == FBX_IR_RESIZE_NEAREST ? "resize_nearest" : "resize_linear_separable";

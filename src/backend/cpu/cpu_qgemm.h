@@ -1,0 +1,79 @@
+/* Integer GEMM for the quantized ops (CONV_INT, MATMUL_INT):
+ *   C(M, N) int32 = sum_k (A[m,k] - za[m]) * (B[k,n] - zb[n])
+ * A, B 8-bit (u8 or s8, any mix), zero points per row of A / per column of B
+ * (a scalar zero point is the same value in every entry). Exact: the int32
+ * accumulation wraps modulo 2^32 like every correction term, so C is the
+ * true sum whenever that fits int32 (and its value modulo 2^32 otherwise),
+ * for every input range and every K.
+ *
+ * Each path stores A and B in its own "domain" a' = a - oa, b' = b - ob:
+ *   VNNI (AVX-512 vpdpbusd, u8 x s8 -> int32): B as u8 (s8 input: b' = b ^ 0x80,
+ *        ob = -128), A as s8 (u8 input: a' = a ^ 0x80, oa = 128); bytes.
+ *   AVX2 (vpmaddwd on int16 widened values: vpmaddubsw's int16 pair sums would
+ *        saturate) and SCALAR: int16 values, oa = ob = 0.
+ * Then with alpha[m] = oa - za[m], beta[n] = ob - zb[n], rs[m] = sum_k a'[m,k],
+ * cs[n] = sum_k b'[k,n], cb[n] = cs[n] + K * beta[n]:
+ *   C[m,n] = sum_k a'b' + beta[n] * rs[m] + alpha[m] * cb[n]      (mod 2^32).
+ *
+ * Layouts (K padded to kpad(K) with zeros, which add nothing):
+ *   packed A: row m at ap + m * lda_bytes (lda_bytes = kpad * esz), esz 1 (VNNI) / 2.
+ *   B panels of 16 columns: VNNI: panel[(kq*16 + j)*4 + kk] = b'[4kq+kk, j] (bytes);
+ *        AVX2/SCALAR: panel[(kp*16 + j)*2 + kk] = b'[2kp+kk, j] (int16).
+ *   Panel q of a block at panels + q * panel_bytes(K). */
+#ifndef FBX_BACKEND_CPU_QGEMM_H
+#define FBX_BACKEND_CPU_QGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum fbx_qg_path { FBX_QG_SCALAR = 0, FBX_QG_AVX2 = 1, FBX_QG_VNNI = 2 } fbx_qg_path;
+
+#define FBX_QG_NR 16 /* columns per B panel */
+
+/* The best path this CPU runs (CPUID once), capped by FUSEBOX_QGEMM=scalar|avx2|vnni. */
+fbx_qg_path fbx_cpu_qg_best(void);
+/* Tests: make p the path the op kernels use (p must be available). */
+void fbx_cpu_qg_force(fbx_qg_path p);
+/* Whether the CPU can run path p (tests force each path they can). */
+bool fbx_cpu_qg_available(fbx_qg_path p);
+const char *fbx_cpu_qg_name(fbx_qg_path p);
+
+int64_t fbx_cpu_qg_kpad(fbx_qg_path p, int64_t K);
+size_t fbx_cpu_qg_esz(fbx_qg_path p);
+size_t fbx_cpu_qg_panel_bytes(fbx_qg_path p, int64_t K);
+int fbx_cpu_qg_oa(fbx_qg_path p, bool a_signed);
+int fbx_cpu_qg_ob(fbx_qg_path p, bool b_signed);
+
+/* Rows [0, M) of A (element (m,k) at a[m*lda + k], 8-bit, a_signed: s8) into
+ * the path's domain at ap (row stride kpad*esz bytes, padding zeroed);
+ * rs[m] = sum_k a'[m,k]. */
+void fbx_cpu_qg_pack_a(fbx_qg_path p, const uint8_t *a, int64_t lda, bool a_signed, int64_t M, int64_t K, void *ap,
+                       int32_t *rs);
+
+/* B block of `width` columns (row k of it: rows[k], `width` contiguous bytes)
+ * into ceil(width/16) panels (zero padded past K and width), and
+ * cs[0 .. roundup(width,16)) = column sums of b' (0 past width). */
+void fbx_cpu_qg_pack_b(fbx_qg_path p, const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width,
+                       void *panels, int32_t *cs);
+
+/* Y rows [0, M) (row stride ldy), columns [0, width) =
+ * sum_k a'b' + beta[n] * rs[m] + alpha[m] * cb[n]; beta, cb hold
+ * roundup(width,16) entries (any values past width). */
+void fbx_cpu_qg_kernel(fbx_qg_path p, const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                       const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                       int64_t ldy);
+
+/* Path internals (cpu_qgemm_avx2.c / cpu_qgemm_vnni.c). */
+void fbx__qg_pack_b_avx2(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width, void *panels,
+                         int32_t *cs);
+void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                         const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                         int64_t ldy);
+void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width, void *panels,
+                         int32_t *cs);
+void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                         const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                         int64_t ldy);
+
+#endif

@@ -1,0 +1,111 @@
+/* Integer GEMM, AVX-512 VNNI path (cpu_qgemm.h): vpdpbusd multiplies u8 (B,
+ * the vector operand) by s8 (A, broadcast 4 k at a time) and adds groups of
+ * four products into int32 without saturation. The inputs are moved into
+ * those domains exactly (x ^ 0x80 = x -/+ 128) and the offsets are paid back
+ * by the row/column-sum terms. Register blocking 8 rows x 32 columns (16 zmm
+ * accumulators; two 16-column panels), or 8 x 16 for a last odd panel. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu_qgemm.h"
+
+#define FBX__QV_TGT __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+FBX__QV_TGT void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width,
+                                     void *panels, int32_t *cs) {
+  int64_t kp = fbx_cpu_qg_kpad(FBX_QG_VNNI, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
+  const __m128i flip = _mm_set1_epi8(b_signed ? (char)0x80 : 0);
+  const __m512i ones = _mm512_set1_epi8(1);
+  uint8_t tmp[4][16];
+  for (int64_t q = 0; q < np; q++) {
+    uint8_t *pan = (uint8_t *)panels + q * kp * FBX_QG_NR;
+    int64_t c0 = q * FBX_QG_NR, w = width - c0 < FBX_QG_NR ? width - c0 : FBX_QG_NR;
+    __m512i s = _mm512_setzero_si512();
+    for (int64_t k = 0; k < kp; k += 4) {
+      __m128i r[4];
+      for (int i = 0; i < 4; i++) {
+        if (k + i >= K) { r[i] = _mm_setzero_si128(); continue; }
+        const uint8_t *src = rows[k + i] + c0;
+        if (w < FBX_QG_NR) {
+          memset(tmp[i], b_signed ? 0x80 : 0, 16); /* padding is b' = 0 after the flip */
+          memcpy(tmp[i], src, (size_t)w);
+          src = tmp[i];
+        }
+        r[i] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)src), flip);
+      }
+      __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
+      __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
+      uint8_t *d = pan + k * FBX_QG_NR;
+      _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128((__m128i *)(d + 16), _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128((__m128i *)(d + 32), _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128((__m128i *)(d + 48), _mm_unpackhi_epi16(t1, t3));
+      s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(d), ones);
+    }
+    _mm512_storeu_si512(cs + c0, s);
+  }
+}
+
+static inline __attribute__((always_inline)) FBX__QV_TGT void
+fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const int32_t *rs, const int32_t *alpha,
+              const uint8_t *p0, const uint8_t *p1, int64_t w, const int32_t *beta, const int32_t *cb, int32_t *y,
+              int64_t ldy) {
+  __m512i c0[8], c1[8];
+  _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_si512();
+  for (int64_t k = 0; k < kp; k += 4) {
+    __m512i b0 = _mm512_loadu_si512(p0 + k * FBX_QG_NR);
+    __m512i b1 = NP == 2 ? _mm512_loadu_si512(p1 + k * FBX_QG_NR) : b0;
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {
+      int32_t q;
+      memcpy(&q, a + r * kp + k, 4);
+      __m512i av = _mm512_set1_epi32(q);
+      c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
+      if (NP == 2) c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
+    }
+  }
+  _Pragma("GCC unroll 2") for (int h = 0; h < NP; h++) {
+    int64_t wh = w - h * FBX_QG_NR;
+    __mmask16 mk = wh >= FBX_QG_NR ? (__mmask16)0xffff : (__mmask16)((1u << wh) - 1u);
+    __m512i be = _mm512_loadu_si512(beta + h * FBX_QG_NR), cv = _mm512_loadu_si512(cb + h * FBX_QG_NR);
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {
+      __m512i acc = h ? c1[r] : c0[r];
+      __m512i v = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs[r])),
+                                                         _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha[r]))));
+      _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
+    }
+  }
+}
+
+FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                                     const void *panels, int64_t width, const int32_t *beta, const int32_t *cb,
+                                     int32_t *y, int64_t ldy) {
+  int64_t kp = fbx_cpu_qg_kpad(FBX_QG_VNNI, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
+  size_t pb = (size_t)kp * FBX_QG_NR;
+  const uint8_t *A = ap, *P = panels;
+  for (int64_t m = 0; m < M; m += 8) {
+    int mr = M - m < 8 ? (int)(M - m) : 8;
+    const uint8_t *a = A + m * kp;
+    for (int64_t q = 0; q < np; q += 2) {
+      int64_t c0 = q * FBX_QG_NR, w = width - c0;
+      const uint8_t *p0 = P + (size_t)q * pb, *p1 = p0 + pb;
+      int32_t *yy = y + m * ldy + c0;
+      if (q + 1 < np) {
+        switch (mr) {
+#define FBX__QV_CASE(R) \
+  case R: fbx__qv_block(R, 2, a, kp, rs + m, alpha + m, p0, p1, w, beta + c0, cb + c0, yy, ldy); break;
+          FBX__QV_CASE(1) FBX__QV_CASE(2) FBX__QV_CASE(3) FBX__QV_CASE(4)
+          FBX__QV_CASE(5) FBX__QV_CASE(6) FBX__QV_CASE(7) FBX__QV_CASE(8)
+#undef FBX__QV_CASE
+        }
+      } else {
+        switch (mr) {
+#define FBX__QV_CASE(R) \
+  case R: fbx__qv_block(R, 1, a, kp, rs + m, alpha + m, p0, p0, w, beta + c0, cb + c0, yy, ldy); break;
+          FBX__QV_CASE(1) FBX__QV_CASE(2) FBX__QV_CASE(3) FBX__QV_CASE(4)
+          FBX__QV_CASE(5) FBX__QV_CASE(6) FBX__QV_CASE(7) FBX__QV_CASE(8)
+#undef FBX__QV_CASE
+        }
+      }
+    }
+  }
+}
