@@ -22,8 +22,6 @@
 #include <pthread.h>
 #include <stdio.h>
 
-static __thread uint64_t tl_eval;      /* the eval this thread is running (0: none) */
-static __thread int tl_nvtx_node;      /* a per-node NVTX range is open on this thread */
 static int g_recording;                /* activity recording is on (process-wide: the profiler is) */
 static int g_failed;                   /* enabling failed once: not retried, said once */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -118,25 +116,25 @@ void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
     }
   }
   if (rec && o->activity_tag) {
-    tl_eval = eval;
+    e->tagging = true;
     o->activity_tag(be, tag_make(eval, NULL));
   }
 }
 
-void fbx__gpuobs_node_slow(fbx_backend *be, fbx_trace_op_site *site) {
+void fbx__gpuobs_node_slow(fbx_backend *be, fbx__gpuobs_eval *e, fbx_trace_op_site *site) {
   /* NVTX: one range per node on a device backend, named like its op span (nested in fusebox.eval) */
-  if (tl_nvtx_node) fbx_trace_nvtx_pop();
-  tl_nvtx_node = site && (fbx_trace_flags() & FBX_TRACE_F_NVTX);
-  if (tl_nvtx_node) fbx_trace_nvtx_push(fbx_trace_op_site_name(site));
-  if (!tl_eval || !be->vt->obs->activity_tag) return;
-  be->vt->obs->activity_tag(be, tag_make(tl_eval, site));
+  if (e->nvtx_node) fbx_trace_nvtx_pop();
+  e->nvtx_node = site && (fbx_trace_flags() & FBX_TRACE_F_NVTX);
+  if (e->nvtx_node) fbx_trace_nvtx_push(fbx_trace_op_site_name(site));
+  if (!e->tagging || !be->vt->obs->activity_tag) return;
+  be->vt->obs->activity_tag(be, tag_make(e->eval, site));
 }
 
 void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
   const fbx_backend_obs *o = be->vt->obs;
   if (e->eval && o) {
-    if (tl_eval && o->activity_tag) o->activity_tag(be, 0);
-    tl_eval = 0;
+    if (e->tagging && o->activity_tag) o->activity_tag(be, 0);
+    e->tagging = false;
     if (e->capture) {
       if (o->profiler_range) fbx_status_free(o->profiler_range(be, false));
       drain(be, true); /* the run synchronised: every record of this eval is complete */
@@ -166,8 +164,8 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
     }
   }
   e->eval = 0;
-  if (tl_nvtx_node) fbx_trace_nvtx_pop(); /* the last node's range (an error mid-run skips the clearing tag) */
-  tl_nvtx_node = 0;
+  if (e->nvtx_node) fbx_trace_nvtx_pop(); /* the last node's range (an error mid-run skips the clearing tag) */
+  e->nvtx_node = false;
   if (e->nvtx) fbx_trace_nvtx_pop();
   e->nvtx = false;
 }

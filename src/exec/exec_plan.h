@@ -96,6 +96,7 @@ typedef struct fbx__ir_plan {
   unsigned char *out_mode;             /*   fbx__ir_out_mode */
   int64_t *out_delta;                  /*   in place on a host-visible backend: the new rows' bytes */
   const fbx_ir_run_io *io;             /* this run's device-memory inputs/outputs, or NULL (host memory) */
+  struct fbx__gpuobs_eval *gobs;       /* this run's GPU observation state (exec_gpuobs.h), or NULL */
   /* Graphs (backends with graph_begin; see exec_run.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
   fbx__ir_sig sig;                     /* this run's words, step after step */

@@ -397,7 +397,7 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
                                     uint64_t *clock) {
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
-  if (clock) fbx__gpuobs_node(be, fbx__ir_trace_site(p, nid)); /* device activity tag (exec_gpuobs.c) */
+  if (clock) fbx__gpuobs_node(be, p->gobs, fbx__ir_trace_site(p, nid)); /* device activity tag (exec_gpuobs.c) */
   if (p->host_step && p->host_step[nid]) return fbx__ir_run_host_step(p, nid, clock);
   const fbx_ir_node *n = &g->nodes[nid];
   fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
@@ -650,7 +650,7 @@ static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fb
   }
   FBX_TRY(fbx__ir_sig_tail_copy(&g->cap, &p->sig, base));
   p->run_captures++;
-  if (clock) fbx__gpuobs_node(be, NULL); /* a graph launch belongs to the eval, not to a node */
+  if (clock) fbx__gpuobs_node(be, p->gobs, NULL); /* a graph launch belongs to the eval, not to a node */
   if (fbx_trace_enabled()) {
     fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
                          FBX_TARG_S("device", be->vt->name)};
@@ -674,7 +674,7 @@ static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_ir_outpu
                              FBX_TARG_S("device", be->vt->name)};
         fbx_trace_instant("fusebox.graph.replay", "device", a, 3);
       }
-      if (clock) fbx__gpuobs_node(be, NULL); /* a graph launch belongs to the eval, not to a node */
+      if (clock) fbx__gpuobs_node(be, p->gobs, NULL); /* a graph launch belongs to the eval, not to a node */
       FBX_TRY(be->vt->graph_launch(be, g->graph));
     } else if (fbx__ir_sig_tail_eq(&p->sig, base, &g->prev)) {
       FBX_TRY(fbx__ir_capture(p, g, base, output_fn, output_ctx, clock));
@@ -773,7 +773,7 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   uint64_t t0 = report ? fbx_trace_now_ns() : 0;
   uint64_t clock = tracing ? (report ? t0 : fbx_trace_now_ns()) : 0;
   FBX_TRY(fbx__ir_steps(p, output_fn, output_ctx, tracing ? &clock : NULL));
-  if (tracing) fbx__gpuobs_node(be, NULL); /* output copies: the eval's, no node's */
+  if (tracing) fbx__gpuobs_node(be, p->gobs, NULL); /* output copies: the eval's, no node's */
   if (be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) FBX_TRY(fbx__ir_finish_out(p, pos, output_fn, output_ctx, report));
@@ -799,10 +799,12 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
   p->io = io;
   fbx__gpuobs_eval ge; /* counters, capture, device activity (one branch when all is off) */
   fbx__gpuobs_begin(p->be, &ge);
+  p->gobs = &ge;
   fbx_status *st = fbx__ir_plan_exec(p, inputs, n_inputs, output_fn, output_ctx, report);
   p->io = NULL;
   /* an error mid-run may leave work queued that reads our buffers: drain it */
   if (st && !p->be->vt->host_visible) fbx_status_free(fbx__ir_sync(p));
+  p->gobs = NULL;
   fbx__gpuobs_end(p->be, &ge);
   if (report) {
     report->allocs += p->run_allocs;
