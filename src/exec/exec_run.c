@@ -221,13 +221,12 @@ static fbx_status *fbx__ir_read_back(fbx__ir_plan *p, int v) {
   return NULL;
 }
 
-/* One step on the host backend (non-host-visible engines): inputs are host
- * copies (SHAPE reads only its input's shape), outputs go to plan-owned host
- * buffers and, where a device step reads them, are uploaded to their slot. */
-static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clock) {
-  fbx_ir_graph *g = p->g;
-  const fbx_ir_node *n = &g->nodes[nid];
-  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+/* Node n's input tensors for one step: the run-time tensor of each input
+ * (rank -1 for an absent optional one). Inputs in read_mask are read back
+ * from the device when they have no host copy yet; inputs in host_mask then
+ * point at their host copy (host steps, shape data, append positions). */
+static fbx_status *fbx__ir_step_inputs(fbx__ir_plan *p, const fbx_ir_node *n, unsigned read_mask,
+                                       unsigned host_mask, fbx_tensor *in) {
   for (int i = 0; i < n->n_inputs; i++) {
     int v = n->inputs[i];
     if (v == FBX_IR_NONE) {
@@ -236,10 +235,21 @@ static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clo
       continue;
     }
     in[i] = p->rt[v];
-    /* a device result (an op too heavy for the host) is read back; SHAPE needs none */
-    if (!p->hdata[v] && n->op != FBX_IR_OP_SHAPE) FBX_TRY(fbx__ir_read_back(p, v));
-    in[i].data = p->hdata[v];
+    if (((read_mask >> i) & 1u) && !p->hdata[v]) FBX_TRY(fbx__ir_read_back(p, v));
+    if ((host_mask >> i) & 1u) in[i].data = p->hdata[v];
   }
+  return NULL;
+}
+
+/* One step on the host backend (non-host-visible engines): inputs are host
+ * copies (SHAPE reads only its input's shape), outputs go to plan-owned host
+ * buffers and, where a device step reads them, are uploaded to their slot. */
+static fbx_status *fbx__ir_run_host_step(fbx__ir_plan *p, int nid, uint64_t *clock) {
+  fbx_ir_graph *g = p->g;
+  const fbx_ir_node *n = &g->nodes[nid];
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+  /* a device result (an op too heavy for the host) is read back; SHAPE needs none */
+  FBX_TRY(fbx__ir_step_inputs(p, n, n->op == FBX_IR_OP_SHAPE ? 0u : ~0u, ~0u, in));
   memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
   FBX_TRY(fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs));
   for (int o = 0; o < n->n_outputs; o++) {
@@ -402,19 +412,7 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   const fbx_ir_node *n = &g->nodes[nid];
   fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
   unsigned data_mask = p->hdata ? fbx_ir_op_shape_data_inputs(n->op) : 0;
-  for (int i = 0; i < n->n_inputs; i++) {
-    int v = n->inputs[i];
-    if (v == FBX_IR_NONE) {
-      memset(&in[i], 0, sizeof in[i]);
-      in[i].rank = -1;
-      continue;
-    }
-    in[i] = p->rt[v];
-    if ((data_mask >> i) & 1u) { /* shape inference reads the host copy */
-      if (!p->hdata[v]) FBX_TRY(fbx__ir_read_back(p, v));
-      in[i].data = p->hdata[v];
-    }
-  }
+  FBX_TRY(fbx__ir_step_inputs(p, n, data_mask, data_mask, in)); /* shape inference reads the host copies */
   memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
   FBX_TRY(fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs));
   if (data_mask) /* kernels read device memory, not our host copies */
@@ -522,19 +520,7 @@ static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *
     const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
     fbx_tensor in[FBX_IR_MAX_INPUTS];
     unsigned mask = fbx_ir_op_append_data_inputs(n->op);
-    for (int i = 0; i < n->n_inputs; i++) {
-      int u = n->inputs[i];
-      if (u == FBX_IR_NONE) {
-        memset(&in[i], 0, sizeof in[i]);
-        in[i].rank = -1;
-        continue;
-      }
-      in[i] = p->rt[u];
-      if ((mask >> i) & 1u) {
-        if (!p->hdata[u]) FBX_TRY(fbx__ir_read_back(p, u));
-        in[i].data = p->hdata[u];
-      }
-    }
+    FBX_TRY(fbx__ir_step_inputs(p, n, mask, mask, in));
     /* the kernel wrote the host's buffer itself when the input was used in place, not uploaded */
     bool copy = p->rt[v].data != p->out_bound[pos];
     FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], copy, &bytes));

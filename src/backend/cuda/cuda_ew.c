@@ -6,7 +6,6 @@
  * node, into per-input strides over the output index space. */
 #include <string.h>
 
-#include "../../base/alloc.h"
 #include "cuda_internal.h"
 
 static bool fbx__ew_kind_ok(fbx_dtype dt, char *why, size_t n, const char *what) {
@@ -51,7 +50,7 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
   memset(&a, 0, sizeof a);
   fbx_cuda_ew_ins one;
   const fbx_cuda_ew_ins *prog_host = &one;
-  fbx_cuda_ew_ins *owned = NULL;
+  fbx_cuda_ew_ins prog[FBX_CUDA_EW_MAX_REGS]; /* a fused program's instructions (bounded by supports): no allocation per run */
   int ek;
   if (!fbx_cuda_ek(y->dtype, &ek)) return FBX_ERR_NOTIMPL("device 'cuda': %s: output dtype %s", fbx_ir_op_name(node->op), fbx_dtype_name(y->dtype));
   a.out_ek = ek;
@@ -59,16 +58,16 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
   if (node->op == FBX_IR_OP_FUSED_EW) {
     const fbx_ir_ew_program *pg = node->params.fused.prog;
     if (pg->n_inputs != n_in) return FBX_ERR_ARG("device 'cuda': FUSED_EW: %d inputs for a %d-input program", n_in, pg->n_inputs);
-    owned = fbx_malloc(sizeof(*owned) * (size_t)(pg->n_instrs ? pg->n_instrs : 1));
-    if (!owned) return FBX_ERR_OOM();
+    if (pg->n_instrs > FBX_CUDA_EW_MAX_REGS)
+      return FBX_ERR_NOTIMPL("device 'cuda': FUSED_EW: %d instructions (at most %d)", pg->n_instrs, FBX_CUDA_EW_MAX_REGS);
     for (int i = 0; i < pg->n_instrs; i++) {
       const fbx_ir_ew_instr *s = &pg->instrs[i];
       int iek = 0;
       fbx_cuda_ek(s->dtype, &iek);
-      owned[i] = (fbx_cuda_ew_ins){.op = s->op, .a = s->a, .b = s->b, .c = s->c, .ek = iek,
+      prog[i] = (fbx_cuda_ew_ins){.op = s->op, .a = s->a, .b = s->b, .c = s->c, .ek = iek,
                                    .alpha = s->params.ew.alpha, .beta = s->params.ew.beta, .gamma = s->params.ew.gamma};
     }
-    prog_host = owned;
+    prog_host = prog;
     a.n_ins = pg->n_instrs;
     a.out_reg = pg->out_reg;
     info->variant = "ew_fused_interp";
@@ -89,7 +88,6 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
     const fbx_tensor *x = &in[k];
     int xek;
     if (!fbx_cuda_ek(x->dtype, &xek) || x->rank > y->rank) {
-      fbx_free(owned);
       return FBX_ERR_NOTIMPL("device 'cuda': %s: input %d (%s, rank %d)", fbx_ir_op_name(node->op), k,
                              fbx_dtype_name(x->dtype), x->rank);
     }
@@ -106,14 +104,10 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
     }
     a.in_same[k] = same;
   }
-  if (a.n == 0) {
-    fbx_free(owned);
-    return NULL;
-  }
+  if (a.n == 0) return NULL;
   if (node->op == FBX_IR_OP_FUSED_EW) { /* a kernel generated for this program, when NVRTC makes one */
     int err = 0;
     if (fbx_cuda_ew_rtc_launch(c, &a, prog_host, &err)) {
-      fbx_free(owned);
       info->variant = "ew_fused_nvrtc";
       info->reason = "fused elementwise program compiled with NVRTC (program, kinds and broadcast pattern baked in)";
       return fbx_cuda_launched(err, fbx_ir_op_name(node->op));
@@ -121,12 +115,9 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS) {
   }
   if (a.n_ins <= FBX_CUDA_EW_INLINE) { /* no upload: the program rides in the launch parameters */
     memcpy(a.inline_prog, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins);
-    fbx_free(owned);
   } else {
     void *dprog = NULL;
-    fbx_status *st = fbx_cuda_upload_params(c, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins, &dprog);
-    fbx_free(owned);
-    FBX_TRY(st);
+    FBX_TRY(fbx_cuda_upload_params(c, prog_host, sizeof(fbx_cuda_ew_ins) * (size_t)a.n_ins, &dprog));
     a.prog = dprog;
   }
   return fbx_cuda_launched(fbx_cuda_launch_ew(&a, c->stream), fbx_ir_op_name(node->op));
