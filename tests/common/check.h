@@ -20,4 +20,16 @@ static int passed, failed;
     }                                                      \
   } while (0)
 
+/* x returns an fbx_status: a failure is a failed check with its message, and
+ * the (void) test function returns. */
+#define CHECK_TRY(x)                                                  \
+  do {                                                               \
+    fbx_status *s_ = (x);                                            \
+    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : "");      \
+    if (s_) {                                                        \
+      fbx_status_free(s_);                                           \
+      return;                                                        \
+    }                                                                \
+  } while (0)
+
 #endif

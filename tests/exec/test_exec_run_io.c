@@ -24,16 +24,6 @@
 
 enum { R = 2, C = 4, N = R * C };
 
-#define OK(x)                                                                   \
-  do {                                                                          \
-    fbx_status *s_ = (x);                                                       \
-    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : "");                 \
-    if (s_) {                                                                   \
-      fbx_status_free(s_);                                                      \
-      return;                                                                   \
-    }                                                                           \
-  } while (0)
-
 static fbx_ir_graph *build(void) {
   fbx_ir_graph *g;
   fbx_ir_graph_create(&g);
@@ -107,8 +97,8 @@ static void run_case(fbx_backend *opq, fbx_backend *cpu, bool compile, bool in_d
   float x[N];
   for (int i = 0; i < N; i++) x[i] = (float)(i - 3) * 0.5f;
   void *dx = NULL;
-  OK(opq->vt->buffer_alloc(opq, sizeof x, &dx));
-  OK(opq->vt->copy_from_host(opq, dx, x, sizeof x));
+  CHECK_TRY(opq->vt->buffer_alloc(opq, sizeof x, &dx));
+  CHECK_TRY(opq->vt->copy_from_host(opq, dx, x, sizeof x));
   fbx_ir_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
   fbx_ir_compiled *c = NULL;
   fbx_status *st = fbx_ir_compiled_create(build(), opq, &co, what, &c);
@@ -157,12 +147,12 @@ static void run_alias(fbx_backend *opq, fbx_backend *cpu, bool compile) {
   fbx_ir_graph_mark_output(g, t);
   fbx_ir_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
   fbx_ir_compiled *c = NULL;
-  OK(fbx_ir_compiled_create(g, opq, &co, "alias", &c));
+  CHECK_TRY(fbx_ir_compiled_create(g, opq, &co, "alias", &c));
   float x0[N], got[N];
   for (int i = 0; i < N; i++) x0[i] = (float)i;
   void *dx = NULL;
-  OK(opq->vt->buffer_alloc(opq, sizeof x0, &dx));
-  OK(opq->vt->copy_from_host(opq, dx, x0, sizeof x0));
+  CHECK_TRY(opq->vt->buffer_alloc(opq, sizeof x0, &dx));
+  CHECK_TRY(opq->vt->copy_from_host(opq, dx, x0, sizeof x0));
   bool on[1] = {true};
   fbx_ir_run_io io = {.input_on_device = on, .outputs_on_device = true};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {R, C}, .data = dx};

@@ -37,16 +37,6 @@ enum { D = 8 };
 static float W[D * D];
 
 
-#define OK(x)                                                                   \
-  do {                                                                          \
-    fbx_status *s_ = (x);                                                       \
-    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : "");                 \
-    if (s_) {                                                                   \
-      fbx_status_free(s_);                                                      \
-      return;                                                                   \
-    }                                                                           \
-  } while (0)
-
 static fbx_ir_params axis(int a) {
   fbx_ir_params p;
   memset(&p, 0, sizeof p);
@@ -163,12 +153,12 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
   fbx_ir_compile_options co = {.compile = true, .cache_limit = 4};
   fbx_ir_compiled *c, *ref;
-  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_opaque", &c));
-  OK(fbx_ir_compiled_create(build_attn(), cpu, &co, "attn_cpu", &ref));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_opaque", &c));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), cpu, &co, "attn_cpu", &ref));
   outs o = {0}, ro = {0};
   fbx_ir_run_report r, rr;
   float err = 0;
-  OK(run_attn(c, &o, X, 4, PAST, 3, &r)); /* prefill */
+  CHECK_TRY(run_attn(c, &o, X, 4, PAST, 3, &r)); /* prefill */
   CHECK(r.path == FBX_IR_PATH_PREFILL && check_attn(&o, X, 4, PAST, 3, &err),
         "opaque prefill matches the reference (err %.2g)", err);
   CHECK(r.host_syncs == 1, "opaque prefill: %lld host syncs (want 1)", (long long)r.host_syncs);
@@ -177,9 +167,9 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
   int64_t first_allocs = -1;
   for (int64_t P = 4; P <= 100; P++) {
     fbx_opaque_stats s0 = stats_of(opq);
-    OK(run_attn(c, &o, X, 1, PAST, P, &r));
+    CHECK_TRY(run_attn(c, &o, X, 1, PAST, P, &r));
     fbx_opaque_stats s1 = stats_of(opq);
-    OK(run_attn(ref, &ro, X, 1, PAST, P, &rr));
+    CHECK_TRY(run_attn(ref, &ro, X, 1, PAST, P, &rr));
     if (!check_attn(&o, X, 1, PAST, P, &err)) bad_val++;
     if (memcmp(o.buf[0], ro.buf[0], D * sizeof(float)) || memcmp(o.buf[1], ro.buf[1], (size_t)(P + 1) * D * 4))
       bad_ref++;
@@ -189,7 +179,7 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
     else if (r.allocs) growth_runs++, growth_allocs += (int)r.allocs;
     if (P == 50) { /* the same step again: the steady state */
       fbx_opaque_stats a = stats_of(opq);
-      OK(run_attn(c, &o, X, 1, PAST, P, &r));
+      CHECK_TRY(run_attn(c, &o, X, 1, PAST, P, &r));
       fbx_opaque_stats b = stats_of(opq);
       steady_allocs = (int)r.allocs;
       steady_backend_allocs = (int)(b.allocs - a.allocs);
@@ -221,14 +211,14 @@ static void test_decode_one_sync(fbx_backend *opq, fbx_backend *cpu) {
 static void test_read_back(fbx_backend *opq) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4};
   fbx_ir_compiled *c;
-  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_readback", &c));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_readback", &c));
   outs o = {0};
   fbx_ir_run_report r;
   float err = 0;
-  OK(run_attn(c, &o, X, 4, PAST, 5, &r));
+  CHECK_TRY(run_attn(c, &o, X, 4, PAST, 5, &r));
   CHECK(check_attn(&o, X, 4, PAST, 5, &err), "no host backend: prefill right (err %.2g)", err);
   fbx_opaque_stats s0 = stats_of(opq);
-  OK(run_attn(c, &o, X, 1, PAST, 9, &r));
+  CHECK_TRY(run_attn(c, &o, X, 1, PAST, 9, &r));
   fbx_opaque_stats s1 = stats_of(opq);
   CHECK(check_attn(&o, X, 1, PAST, 9, &err), "no host backend: decode right (err %.2g)", err);
   CHECK(r.host_syncs == 3 && s1.syncs - s0.syncs == 3,
@@ -255,13 +245,13 @@ static void test_fold(fbx_backend *opq, fbx_backend *cpu) {
     fbx_ir_graph_mark_output(g, y);
     fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = with_host ? cpu : NULL};
     fbx_ir_compiled *c;
-    OK(fbx_ir_compiled_create(g, opq, &oo, "fold", &c));
+    CHECK_TRY(fbx_ir_compiled_create(g, opq, &oo, "fold", &c));
     outs o = {0};
     fbx_ir_run_report r;
     fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, D}, .data = X};
-    OK(fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r)); /* MISS: builds the plan */
+    CHECK_TRY(fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r)); /* MISS: builds the plan */
     fbx_opaque_stats s0 = stats_of(opq);
-    OK(fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r));
+    CHECK_TRY(fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r));
     fbx_opaque_stats s1 = stats_of(opq);
     float err = 0;
     for (int i = 0; i < 2; i++)
@@ -285,19 +275,19 @@ static void test_fold(fbx_backend *opq, fbx_backend *cpu) {
 static void test_eager(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = false, .cache_limit = 4, .host = cpu};
   fbx_ir_compiled *c;
-  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_eager", &c));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_eager", &c));
   outs o = {0};
   fbx_ir_run_report r;
   float err = 0;
-  OK(run_attn(c, &o, X, 3, PAST, 6, &r));
+  CHECK_TRY(run_attn(c, &o, X, 3, PAST, 6, &r));
   CHECK(r.path == FBX_IR_PATH_EAGER && check_attn(&o, X, 3, PAST, 6, &err),
         "opaque eager matches the reference (err %.2g)",
         err);
-  OK(run_attn(c, &o, X, 1, PAST, 6, &r));
+  CHECK_TRY(run_attn(c, &o, X, 1, PAST, 6, &r));
   CHECK(check_attn(&o, X, 1, PAST, 6, &err) && r.host_syncs == 1, "opaque eager decode-shaped run: right, %lld syncs",
         (long long)r.host_syncs);
   fbx_opaque_stats s0 = stats_of(opq);
-  OK(run_attn(c, &o, X, 1, PAST, 6, &r));
+  CHECK_TRY(run_attn(c, &o, X, 1, PAST, 6, &r));
   fbx_opaque_stats s1 = stats_of(opq);
   CHECK(check_attn(&o, X, 1, PAST, 6, &err) && r.allocs == 0 && s1.allocs == s0.allocs,
         "opaque eager, same shapes again: one kept plan, no allocation (report %lld, backend %lld)", (long long)r.allocs,
@@ -325,15 +315,15 @@ static void test_heavy_shape_data(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_graph_mark_output(g, y);
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
   fbx_ir_compiled *cc;
-  OK(fbx_ir_compiled_create(g, opq, &oo, "heavy", &cc));
+  CHECK_TRY(fbx_ir_compiled_create(g, opq, &oo, "heavy", &cc));
   float xs[6] = {1, 2, 3, 4, 5, 6}, ns[2] = {2, 3};
   fbx_tensor in[2] = {{.dtype = FBX_DTYPE_F32, .rank = 1, .dims = {6}, .data = xs},
                       {.dtype = FBX_DTYPE_F32, .rank = 1, .dims = {2}, .data = ns}};
   outs o = {0};
   fbx_ir_run_report r;
-  OK(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
+  CHECK_TRY(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
   fbx_opaque_stats s0 = stats_of(opq);
-  OK(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
+  CHECK_TRY(fbx_ir_compiled_run(cc, in, 2, out_fn, &o, &r));
   fbx_opaque_stats s1 = stats_of(opq);
   CHECK(o.buf[0] && memcmp(o.buf[0], xs, sizeof xs) == 0, "shape data from a MatMul: y == x");
   CHECK(r.host_syncs == 2 && s1.syncs - s0.syncs == 2,
@@ -409,8 +399,8 @@ static void test_threads(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu};
   thread_arg a[2] = {{0}, {0}};
   pthread_t th[2];
-  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t0", &a[0].c));
-  OK(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t1", &a[1].c));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t0", &a[0].c));
+  CHECK_TRY(fbx_ir_compiled_create(build_attn(), opq, &oo, "attn_t1", &a[1].c));
   for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, decode_thread, &a[i]);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   CHECK(!a[0].bad && !a[1].bad && a[0].runs == 56 && a[1].runs == 56,

@@ -31,16 +31,6 @@ enum { D = FBX_TEST_KV_D, MAXL = 64 };
 static float W[D * D];
 
 
-#define OK(x)                                                   \
-  do {                                                          \
-    fbx_status *s_ = (x);                                       \
-    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : ""); \
-    if (s_) {                                                   \
-      fbx_status_free(s_);                                      \
-      return;                                                   \
-    }                                                           \
-  } while (0)
-
 static float X[MAXL * D], PAST[MAXL * D];
 
 /* New values for run k (same shapes): a replay must see them. */
@@ -91,8 +81,8 @@ static void pair_free(pair *pp) {
 static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
   fbx_status *st = NULL;
   for (int k = 0; k < 8; k++) {
     fill(k);
@@ -129,8 +119,8 @@ static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
 static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
   fbx_status *st = NULL;
   fbx_ir_run_report r;
   int bad = 0, bad_graph = 0, k = 0;
@@ -166,8 +156,8 @@ static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
 static void test_read_back_never_captures(fbx_backend *opq, fbx_backend *cpu) {
   fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
-  OK(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
+  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
   fbx_status *st = NULL;
   fbx_ir_run_report r;
   int bad = 0;

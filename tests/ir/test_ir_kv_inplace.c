@@ -28,16 +28,6 @@
 enum { NH = 2, KVH = 1, H = 8, CAP = 8 };
 #define SENTINEL 1000.0f
 
-#define OK(x)                                                                   \
-  do {                                                                          \
-    fbx_status *s_ = (x);                                                       \
-    CHECK(!s_, "%s: %s", #x, s_ ? fbx_status_message(s_) : "");                \
-    if (s_) {                                                                   \
-      fbx_status_free(s_);                                                      \
-      return;                                                                   \
-    }                                                                           \
-  } while (0)
-
 /* q (1, S, NH*H), k/v (1, S, KVH*H), past_k/v (1, KVH, P, H), seqlens_k (1) i32,
  * total () i32 -> out (1, S, NH*H), present_k/v. */
 static fbx_ir_graph *build_gqa(void) {
@@ -118,7 +108,7 @@ typedef enum { SHARED, WRONG_INPUT, SEPARATE } mode;
 static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode m) {
   fbx_ir_compile_options co = {.compile = true, .cache_limit = 4, .host = host};
   fbx_ir_compiled *c = NULL;
-  OK(fbx_ir_compiled_create(build_gqa(), be, &co, what, &c));
+  CHECK_TRY(fbx_ir_compiled_create(build_gqa(), be, &co, what, &c));
   unsigned seed = 7;
   float pk[KVH * CAP * H], pv[KVH * CAP * H], ref_k[KVH * CAP * H], ref_v[KVH * CAP * H];
   float q[NH * H], k[KVH * H], v[KVH * H], out[NH * H], want[NH * H];
@@ -150,7 +140,7 @@ static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode 
     if (m == WRONG_INPUT) b = (binding){{out, pv, own_v}, {-1, 4, -1}}; /* present_k in past_v's memory */
     if (m == SEPARATE) b = (binding){{out, own_k, own_v}, {-1, -1, -1}};
     fbx_ir_run_report r;
-    OK(fbx_ir_compiled_run(c, in, 7, out_fn, &b, &r));
+    CHECK_TRY(fbx_ir_compiled_run(c, in, 7, out_fn, &b, &r));
     float err = 0;
     for (int i = 0; i < NH * H; i++) err = fmaxf(err, fabsf(out[i] - want[i]));
     const float *got_k = b.buf[1], *got_v = b.buf[2];
