@@ -17,6 +17,13 @@ static double bench_now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of the calling thread (bench_gemv at 1 thread: time off the core left out). */
+static inline double bench_cpu_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 #define BENCH_READ_CHUNK (1 << 18) /* floats */
 typedef struct { const float *buf; float sums[64]; } bench_read_job;
 static void bench_read_task(void *arg, int64_t b, int64_t e, int worker) {
@@ -31,6 +38,15 @@ static void bench_read_task(void *arg, int64_t b, int64_t e, int worker) {
   float t[8];
   _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
   j->sums[worker & 63] += t[0] + t[7];
+}
+
+/* Seconds of one read pass over buf (bytes: a multiple of 1 MiB, pages touched). */
+static inline double bench_read_pass(fbx_backend *be, const float *buf, size_t bytes) {
+  bench_read_job j = {.buf = buf};
+  fbx_cpu_ctx *c = be->ctx;
+  double t0 = bench_now_s();
+  fbx_cpu_pool_for(c->pool, (int64_t)(bytes / (BENCH_READ_CHUNK * 4)), 8, bench_read_task, &j, "read");
+  return bench_now_s() - t0;
 }
 
 /* Best GB/s over reps passes of bytes (multiple of 1 MiB) with the pool of be; 0 on OOM. */

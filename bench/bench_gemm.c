@@ -5,7 +5,7 @@
  * BLIS and oneDNN, each when its library is installed (dlopen'ed, so this
  * builds and runs without them). GFLOP/s and the fraction of the peak FMA rate
  * measured here with a register-only FMA loop on the same thread count.
- * Usage: bench_gemm [threads=1] [min_seconds_per_shape=1]
+ * Usage: bench_gemm [threads=1] [min_seconds_per_shape=1] [shape-name-substring]
  * (FUSEBOX_AVX512=0 measures the AVX2 kernels.) */
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -18,9 +18,15 @@
 #include "backend/cpu/cpu_gemm.h"
 #include "backend/cpu/cpu_gemm_avx512.h"
 
+/* BENCH_GEMM_CLOCK=cpu: the process's CPU time instead of the wall clock. On a
+ * machine shared with many other processes a 1-thread product is then timed
+ * without the intervals it spent descheduled (its cache still suffers from
+ * the neighbours); with threads it sums every thread's time, spin-waits
+ * included, so it punishes load imbalance. */
+static clockid_t g_clock = CLOCK_MONOTONIC;
 static double now_s(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(g_clock, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
@@ -63,6 +69,8 @@ static const shape SHAPES[] = {
     {"prefill ffn-up 128x3072x768", 1, 128, 3072, 768, 0, 0, 1},
     {"prefill ffn-down 128x768x3072", 1, 128, 768, 3072, 0, 0, 1},
     {"prefill lm-head 128x32000x768", 1, 128, 32000, 768, 0, 0, 1},
+    {"prefill ffn-up 128x2048x768", 1, 128, 2048, 768, 0, 0, 1},   /* the 12-layer hidden-768 decoder */
+    {"prefill ffn-down 128x768x2048", 1, 128, 768, 2048, 0, 0, 1}, /* A rows 8 KiB apart */
     {"conv3x3 64ch 56x56 (64x3136x576)", 1, 64, 3136, 576, 0, 0, 0},
     {"conv3x3 128ch 28x28 (128x784x1152)", 1, 128, 784, 1152, 0, 0, 0},
     {"conv3x3 256ch 14x14 (256x196x2304)", 1, 256, 196, 2304, 0, 0, 0},
@@ -71,14 +79,21 @@ static const shape SHAPES[] = {
     {"small M=4 4x3072x768", 1, 4, 3072, 768, 0, 0, 1},
     {"small M=8 8x3072x768", 1, 8, 3072, 768, 0, 0, 1},
     {"small M=16 16x3072x768", 1, 16, 3072, 768, 0, 0, 1},
+    {"small M=32 32x2048x768", 1, 32, 2048, 768, 0, 0, 1},
+    {"small M=64 64x2048x768", 1, 64, 2048, 768, 0, 0, 1},
     {"attn QK^T 12x(128x128x64) B^T", 12, 128, 128, 64, 0, 1, 0},
     {"attn PV 12x(128x64x128)", 12, 128, 64, 128, 0, 0, 0},
     {"gemm transA 256x256x256", 1, 256, 256, 256, 1, 0, 0},
 };
 #define NSHAPES ((int)(sizeof(SHAPES) / sizeof(SHAPES[0])))
 
-enum { I_FBX, I_FBX_PK, I_FBX_OLD, I_OPENBLAS, I_BLIS, I_DNNL, NIMPL };
-static const char *IMPL_NAMES[NIMPL] = {"fusebox", "fusebox B-prepacked", "fusebox old small-M",
+/* "B-prepacked" is the prepacked-B GEMM (cpu_gemm_packed.c, MatMul's route for a
+ * constant B at M >= 13 with AVX-512) with its default K blocks; "KC 256" the
+ * same with K blocks of at most 256 (a B micro-panel of 32 KiB that stays in L1),
+ * there to choose the default on a CPU not measured yet; "small-M" the kernel
+ * without K blocking on row-major A (MatMul's route at small M, and with AVX2). */
+enum { I_FBX, I_FBX_PK, I_FBX_PK256, I_FBX_OLD, I_OPENBLAS, I_BLIS, I_DNNL, NIMPL };
+static const char *IMPL_NAMES[NIMPL] = {"fusebox", "fusebox B-prepacked", "B-prepacked KC 256", "fusebox small-M",
                                         "OpenBLAS 0.3.21", "BLIS 0.9", "oneDNN 2.6"};
 
 /* BLIS typed API (blis.h): bli_sgemm(transa, transb, m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) */
@@ -106,9 +121,10 @@ static void run_impl(int impl, const cell *c) {
   const shape *s = c->s;
   int64_t M = s->M, N = s->N, K = s->K;
   int64_t lda = s->ta ? M : K, ldb = s->tb ? K : N;
-  if (impl == I_FBX || impl == I_FBX_PK) {
+  if (impl == I_FBX || impl == I_FBX_PK || impl == I_FBX_PK256) {
+    fbx_cpu_gemm_prepacked_set_kc(impl == I_FBX_PK256 ? 256 : 0);
     fbx_cpu_gemm_desc d = {.ta = s->ta, .tb = s->tb, .M = M, .N = N, .K = K, .alpha = 1.f, .A = c->A, .lda = lda,
-                           .B = c->B, .ldb = ldb, .Bpk = impl == I_FBX_PK ? c->Bpk : NULL, .C = c->C, .ldc = N,
+                           .B = c->B, .ldb = ldb, .Bpk = impl != I_FBX ? c->Bpk : NULL, .C = c->C, .ldc = N,
                            .nbatch = s->batch, .brank = 1, .bdims = {s->batch}, .a_st = {M * K}, .b_st = {K * N},
                            .c_batch = M * N};
     fbx_status *st = fbx_cpu_gemm(c->ctx, &d);
@@ -139,6 +155,9 @@ static void run_impl(int impl, const cell *c) {
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   double min_s = argc > 2 ? atof(argv[2]) : 1.0;
+  const char *only = argc > 3 ? argv[3] : NULL; /* run only shapes whose name contains this */
+  const char *clk = getenv("BENCH_GEMM_CLOCK");
+  if (clk && !strcmp(clk, "cpu")) g_clock = CLOCK_PROCESS_CPUTIME_ID;
   char nt[16];
   snprintf(nt, sizeof nt, "%d", threads);
   setenv("OMP_NUM_THREADS", nt, 1); /* oneDNN and BLIS here are OpenMP builds */
@@ -185,6 +204,7 @@ int main(int argc, char **argv) {
 
   for (int si = 0; si < NSHAPES; si++) {
     const shape *s = &SHAPES[si];
+    if (only && !strstr(s->name, only)) continue;
     int64_t M = s->M, N = s->N, K = s->K, nb = s->batch;
     cell c = {.s = s, .ctx = ctx};
     c.A = fbx_malloc_aligned((size_t)(nb * M * K) * 4);
@@ -201,7 +221,7 @@ int main(int argc, char **argv) {
     bool ok[NIMPL];
     double best[NIMPL], maxrel[NIMPL] = {0};
     for (int impl = 0; impl < NIMPL; impl++) {
-      ok[impl] = (impl != I_FBX_PK || (s->constb && c.Bpk)) && (impl != I_FBX_OLD || (c.Bpk && !s->ta)) &&
+      ok[impl] = ((impl != I_FBX_PK && impl != I_FBX_PK256) || (s->constb && c.Bpk)) && (impl != I_FBX_OLD || (c.Bpk && !s->ta)) &&
                  (impl != I_BLIS || g_bli) && (impl != I_DNNL || g_dnnl) && (impl != I_OPENBLAS || g_oblas);
       best[impl] = 1e30;
       if (!ok[impl]) continue;

@@ -9,7 +9,12 @@
  * Both accuracy levels (0: float, 4: int8 activations per block). Best and median of reps.
  * Usage: bench_mnb [reps=7] [threads=2] [prefill M=128]
  *        bench_mnb --bw [threads=2]   (the read-bandwidth probe alone)
- *        BENCH_MNB_HOT=1 adds decode over one layer's q/k/v/o kept in cache (compute only) */
+ *        BENCH_MNB_HOT=1 adds decode over one layer's q/k/v/o kept in cache (compute only)
+ *        BENCH_MNB_PREFILL=1 runs the prefill passes only (no decode, no bandwidth probe)
+ *        BENCH_MNB_DECODE=1 runs the decode passes only (no prefill)
+ *        BENCH_MNB_LEVEL=0|4 runs one accuracy level only
+ *        BENCH_MNB_SGEMM=1 adds the blocked sgemm on float32 weights of the prefill shapes
+ *          (y = A @ W^T, W already float: the ceiling of a level-0 prefill that dequantises) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,12 +121,35 @@ int main(int argc, char **argv) {
   for (int64_t k = 0; k < PM * maxk; k++) a[k] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
   printf("bench_mnb: Qwen2.5-0.5B-shaped int4 weights, block %d, u8 zero points: %d matrices, %.1f MB per token, "
          "%d threads, %d reps\n", BS, NM, bytes / 1e6, threads, reps);
-  double rb = bench_read_bandwidth(be, (size_t)1 << 30, reps);
+  const int prefill_only = getenv("BENCH_MNB_PREFILL") != NULL, decode_only = getenv("BENCH_MNB_DECODE") != NULL;
+  const int only_level = getenv("BENCH_MNB_LEVEL") ? atoi(getenv("BENCH_MNB_LEVEL")) : -1;
+  double rb = prefill_only ? 0 : bench_read_bandwidth(be, (size_t)1 << 30, reps);
   printf("read bandwidth (1 GiB, huge pages, %d threads): best %.2f GB/s\n", threads, rb);
+  if (getenv("BENCH_MNB_SGEMM")) { /* float32 weights (random: only the time matters) */
+    float *wf = malloc((size_t)(4864 * 896) * 4);
+    for (int64_t k = 0; k < 4864 * 896; k++) wf[k] = (float)((int)(rnd() % 2001) - 1000) * 1e-4f;
+    fbx_cpu_ctx *cc = be->ctx;
+    double best = 1e30, cbest = 1e30;
+    for (int r = 0; r <= reps; r++) {
+      double c0 = cpu_s(), t0 = bench_now_s();
+      for (int i = 0; i < 2 * NL; i++) {
+        fbx_status *e = fbx_cpu_sgemm_par(cc, false, true, PM, ms[i].N, ms[i].K, 1.0f, a, ms[i].K, wf, ms[i].K, 0.0f,
+                                          y, ms[i].N, NULL);
+        if (e) { fprintf(stderr, "%s\n", fbx_status_message(e)); return 1; }
+      }
+      double t = bench_now_s() - t0, cpu = cpu_s() - c0;
+      if (r && t < best) best = t;
+      if (r && cpu < cbest) cbest = cpu;
+    }
+    printf("sgemm on float32 weights, prefill M=%lld: best %.2f ms = %.1f GFLOP/s; CPU time min %.2f ms = %.1f GFLOP per CPU-second\n",
+           (long long)PM, best * 1e3, flops_pf / best / 1e9, cbest * 1e3, flops_pf / cbest / 1e9);
+    free(wf);
+  }
   for (int level = 0; level <= 4; level += 4) {
     double td[100], tp[100], cd[100], cp[100];
-    pass(be, ms, NM, level, 1, a, y); /* warm-up */
-    for (int r = 0; r < reps; r++) td[r] = pass(be, ms, NM, level, 1, a, y), cd[r] = g_cpu;
+    if (only_level >= 0 && level != only_level) continue;
+    if (!prefill_only) pass(be, ms, NM, level, 1, a, y); /* warm-up */
+    for (int r = 0; r < reps; r++) td[r] = prefill_only ? 1 : pass(be, ms, NM, level, 1, a, y), cd[r] = g_cpu;
     if (getenv("BENCH_MNB_HOT")) { /* compute only: q/k/v/o of one layer (1.1 MB), 100 times */
       double best = 1e30, cb = 1e30, hb = 0;
       for (int i = 0; i < 4; i++) hb += (double)(ms[i].N * ms[i].K) * 21.0 / 32.0;
@@ -134,16 +162,17 @@ int main(int argc, char **argv) {
       printf("level %d decode, hot in cache: %.2f GB/s wall, %.2f GB/s per CPU-second\n", level, 100 * hb / best / 1e9,
              100 * hb / cb / 1e9);
     }
-    pass(be, ms, 2 * NL, level, PM, a, y);
-    for (int r = 0; r < reps; r++) tp[r] = pass(be, ms, 2 * NL, level, PM, a, y), cp[r] = g_cpu;
+    if (!decode_only) pass(be, ms, 2 * NL, level, PM, a, y);
+    for (int r = 0; r < reps; r++) tp[r] = decode_only ? 1 : pass(be, ms, 2 * NL, level, PM, a, y), cp[r] = g_cpu;
     qsort(cd, (size_t)reps, sizeof *cd, cmpd);
     qsort(cp, (size_t)reps, sizeof *cp, cmpd);
     qsort(td, (size_t)reps, sizeof *td, cmpd);
     qsort(tp, (size_t)reps, sizeof *tp, cmpd);
-    printf("level %d decode  M=1:   best %.3f ms  median %.3f ms  = %.2f GB/s best (%.0f%% of read bw), median %.2f GB/s\n",
+    if (!prefill_only) printf("level %d decode  M=1:   best %.3f ms  median %.3f ms  = %.2f GB/s best (%.0f%% of read bw), median %.2f GB/s\n",
            level, td[0] * 1e3, td[reps / 2] * 1e3, bytes / td[0] / 1e9, 100.0 * bytes / td[0] / 1e9 / rb,
            bytes / td[reps / 2] / 1e9);
-    printf("        decode CPU time (all threads) min %.3f ms = %.2f GB/s per CPU-second\n", cd[0] * 1e3, bytes / cd[0] / 1e9);
+    if (!prefill_only) printf("        decode CPU time (all threads) min %.3f ms = %.2f GB/s per CPU-second\n", cd[0] * 1e3, bytes / cd[0] / 1e9);
+    if (decode_only) continue;
     printf("level %d prefill M=%lld: best %.2f ms  median %.2f ms  = %.1f GFLOP/s best, %.1f median (2 layers)\n", level,
            (long long)PM, tp[0] * 1e3, tp[reps / 2] * 1e3, flops_pf / tp[0] / 1e9, flops_pf / tp[reps / 2] / 1e9);
     printf("        prefill CPU time (all threads) min %.2f ms = %.1f GFLOP per CPU-second\n", cp[0] * 1e3, flops_pf / cp[0] / 1e9);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_host.h"
 #include "common/ort_host.h"
 #include "common/ort_host_decode.h"
 
@@ -23,30 +24,6 @@ typedef struct {
   int threads, iters, prompt, new_tokens;
   const char *decoder, *only;
 } bench_cfg;
-
-static fbx_host_session *open_session(fbx_host *h, const char *model, int fusebox, int threads) {
-  fbx_host_session_opts o = fbx_host_session_opts_default();
-  char tbuf[16];
-  const char *k[1] = {"threads"}, *v[1] = {tbuf};
-  snprintf(tbuf, sizeof tbuf, "%d", threads);
-  o.use_fusebox = fusebox;
-  o.intra_threads = threads;
-  o.ep_keys = k;
-  o.ep_vals = v;
-  o.n_ep_opts = fusebox ? 1 : 0;
-  fbx_host_session *s = NULL;
-  char *err = fbx_host_session_create(h, model, &o, &s);
-  if (err) {
-    fprintf(stderr, "bench_models: %s (%s): %s\n", model, fusebox ? "Fusebox" : "ORT CPU", err);
-    fbx_host_err_free(err);
-  }
-  return s;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 // One run; its time in ms goes to *ms when ms is non-NULL. Returns an error string or NULL.
 static char *run_once(fbx_host_session *s, fbx_host_tensor *in, double *ms) {
@@ -60,7 +37,7 @@ static char *run_once(fbx_host_session *s, fbx_host_tensor *in, double *ms) {
 }
 
 static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -72,7 +49,8 @@ static int bench_latency(fbx_host *h, const bench_cfg *cfg, const char *rel, con
     printf("| %-34s | %-12s | missing | | | |\n", rel, shape_note);
     return 0;
   }
-  fbx_host_session *s[2] = {open_session(h, model, 1, cfg->threads), open_session(h, model, 0, cfg->threads)};
+  fbx_host_session *s[2] = {bench_open_session(h, model, 1, cfg->threads, "bench_models"),
+                            bench_open_session(h, model, 0, cfg->threads, "bench_models")};
   fbx_host_tensor in = {0};
   double *t[2] = {calloc((size_t)cfg->iters, sizeof(double)), calloc((size_t)cfg->iters, sizeof(double))};
   int rc = -1;
@@ -139,7 +117,8 @@ static int bench_decode(fbx_host *h, const bench_cfg *cfg) {
     printf("decoder %s: missing (scripts/make_models.sh)\n", cfg->decoder);
     return 0;
   }
-  fbx_host_session *s[2] = {open_session(h, model, 1, cfg->threads), open_session(h, model, 0, cfg->threads)};
+  fbx_host_session *s[2] = {bench_open_session(h, model, 1, cfg->threads, "bench_models"),
+                            bench_open_session(h, model, 0, cfg->threads, "bench_models")};
   fbx_host_decoder d[2];
   memset(d, 0, sizeof d);
   double prefill[2] = {0, 0}, decode[2] = {0, 0};
@@ -163,7 +142,7 @@ static int bench_decode(fbx_host *h, const bench_cfg *cfg) {
   for (int r = 0; r < ROUNDS && !err; r++) {
     for (int j = 0; j < 2 && !err; j++) {
       int k = (r & 1) ? 1 - j : j;
-      fbx_host_settle(20);  // the other EP's spinning workers go idle first
+      fbx_host_settle(100);  // the other EP's spinning workers go idle first (ORT's spin ~50 ms on a Xeon)
       err = fbx_host_decoder_reset(&d[k]);
       if (!err) err = fbx_host_decoder_step(&d[k], prompt, cfg->prompt);
       if (err) break;

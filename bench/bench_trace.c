@@ -11,10 +11,14 @@
 //
 //   bench_trace --lib LIB --lib-off LIB_OFF [--reps 15] [--steps 48] [--prompt 16] [--rounds 3]
 //               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json] [--threads N]
+//               [--device cpu|cuda]
 // --threads N sets ORT's intra-op threads and the Fusebox EP option threads=N (default: both
-// libraries' defaults, one thread per online core).
+// libraries' defaults, one thread per online core). --device cuda sets the EP option device=cuda
+// (GPU decode: the cost of CUPTI recording and device-time attribution; the environment's
+// FUSEBOX_CUPTI_CORR passes through to every worker).
 //   bench_trace --worker MODEL PROMPT STEPS ROUNDS    (one process: prints "decode_ms_per_token MEDIAN BEST")
 //   bench_trace --micro N TRACE_FILE   (in-process ns per event of src/trace itself; see micro())
+//   bench_trace --micro-gpu N TRACE_FILE   (ns per device record turned into trace events; see micro_gpu())
 // A worker prefills PROMPT tokens, then decodes STEPS tokens greedily, ROUNDS times (cache reset
 // in between, first round = warm-up and not counted), and reports the median over the counted
 // rounds of (decode wall time / STEPS).
@@ -56,13 +60,22 @@ static int worker(const char *model, int prompt, int steps, int rounds) {
   fbx_host_session_opts o = fbx_host_session_opts_default();
   o.use_fusebox = 1;
   /* --threads N (passed down as BENCH_TRACE_THREADS): ORT's intra-op threads and Fusebox's threads */
-  const char *th = getenv("BENCH_TRACE_THREADS");
-  const char *th_key[] = {"threads"}, *th_val[] = {th};
+  const char *th = getenv("BENCH_TRACE_THREADS"), *dev = getenv("BENCH_TRACE_DEVICE");
+  const char *ep_key[2], *ep_val[2];
+  int n_ep = 0;
   if (th && atoi(th) > 0) {
     o.intra_threads = atoi(th);
-    o.ep_keys = th_key;
-    o.ep_vals = th_val;
-    o.n_ep_opts = 1;
+    ep_key[n_ep] = "threads";
+    ep_val[n_ep++] = th;
+  }
+  if (dev && *dev) { /* --device (BENCH_TRACE_DEVICE) */
+    ep_key[n_ep] = "device";
+    ep_val[n_ep++] = dev;
+  }
+  if (n_ep) {
+    o.ep_keys = ep_key;
+    o.ep_vals = ep_val;
+    o.n_ep_opts = n_ep;
   }
   if (!err) err = fbx_host_session_create(h, path, &o, &s);
   if (!err) err = fbx_host_decoder_init(&d, s);
@@ -215,9 +228,68 @@ static int micro(int n, const char *trace) {
   return 0;
 }
 
+/* --micro-gpu N TRACE_FILE: in-process cost of one device record, FUSEBOX_TRACE on, in evals
+ * of 146 records (decoder_small's eval on the H200) over 4 nodes alternating every 2 records:
+ *   record: fbx_trace_gpu_activity, what the delivering thread pays per record (CUPTI's thread
+ *           with the backend's sink, else the eval's thread at each eval's end). Before branch
+ *           traceoh it made the record's events (a kernel slice with its node, the op.device
+ *           and device-side eval slices it closes) there; now it stores the record binary;
+ *   flush:  fbx_trace_flush per record, where the events are now made and written.
+ * Prints the median over 7 batches of ns per record and per eval, and the flush ns per record. */
+static int micro_gpu(int n, const char *trace) {
+  setenv("FUSEBOX_TRACE", trace, 1);
+  unsetenv("FUSEBOX_TRACE_MAX_EVENTS");
+  fbx_trace_init();
+  if (!(fbx_trace_flags() & FBX_TRACE_F_JSON)) {
+    fprintf(stderr, "bench_trace --micro-gpu: cannot trace to %s\n", trace);
+    return 1;
+  }
+  if (!freopen("/dev/null", "w", stderr)) return 1; /* the summary */
+  fbx_trace_session *s = fbx_trace_session_create("micro-gpu");
+  fbx_trace_session_bind(s);
+  enum { BATCHES = 7, PER_EVAL = 146, NODES = 4 };
+  fbx_trace_op_site *sites[NODES];
+  static const char *const ops[NODES] = {"MatMul", "FusedElementwise", "Softmax", "Transpose"};
+  for (int k = 0; k < NODES; k++) {
+    fbx_trace_op_site_desc sd = {.scope = s, .op = ops[k], .node = ops[k], .node_id = k, .device = "cuda"};
+    sites[k] = fbx_trace_op_site_get(s, &sd);
+  }
+  double rec[BATCHES], fl[BATCHES];
+  uint64_t t = fbx_trace_now_ns();
+  for (int b = 0; b < BATCHES; b++) {
+    double t0 = now_ns();
+    uint64_t ev = 0;
+    for (int i = 0; i < n; i++) {
+      if (i % PER_EVAL == 0) {
+        bool cap = false;
+        ev = fbx_trace_gpu_eval_begin(&cap);
+      }
+      fbx_trace_gpu_act a = {.kind = 1, .name = "void gemv_f32<128>(float const*, float*, int)", .start_ns = t,
+                             .end_ns = t + 2000, .stream = 7, .correlation = (uint32_t)i, .eval = ev,
+                             .site = sites[(i / 2) % NODES], .grid = {96, 1, 1}, .block = {128, 1, 1},
+                             .registers = 32, .shared_bytes = 0};
+      t += 3000;
+      fbx_trace_gpu_activity(&a);
+    }
+    double t1 = now_ns();
+    fbx_trace_flush();
+    double t2 = now_ns();
+    rec[b] = (t1 - t0) / n;
+    fl[b] = (t2 - t1) / n;
+  }
+  fbx_trace_gpu_drained(true);
+  fbx_trace_session_bind(NULL);
+  fbx_trace_session_destroy(s);
+  printf("micro-gpu: %d records/batch x %d batches: %.1f ns/record (median), %.1f us per eval of %d records; "
+         "flush %.1f ns/record\n", n, BATCHES, median(rec, BATCHES), median(rec, BATCHES) * PER_EVAL / 1e3, PER_EVAL,
+         median(fl, BATCHES));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 6 && !strcmp(argv[1], "--worker")) return worker(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
   if (argc == 4 && !strcmp(argv[1], "--micro")) return micro(atoi(argv[2]), argv[3]);
+  if (argc == 4 && !strcmp(argv[1], "--micro-gpu")) return micro_gpu(atoi(argv[2]), argv[3]);
   const char *lib = NULL, *lib_off = NULL, *model = "models/gen/decoder_small.onnx", *trace = "/tmp/bench_trace.json";
   int reps = 15, steps = 48, prompt = 16, rounds = 3;
   for (int i = 1; i < argc; i++) {
@@ -235,6 +307,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--prompt")) prompt = atoi(v);
     else if (!strcmp(a, "--rounds")) rounds = atoi(v);
     else if (!strcmp(a, "--threads")) setenv("BENCH_TRACE_THREADS", v, 1);
+    else if (!strcmp(a, "--device")) setenv("BENCH_TRACE_DEVICE", v, 1);
     else {
       fprintf(stderr, "bench_trace: unknown option %s (see the comment at the top of bench/bench_trace.c)\n", a);
       return 2;
@@ -243,7 +316,7 @@ int main(int argc, char **argv) {
   }
   if (!lib || !lib_off || reps < 1 || steps < 1 || prompt < 1 || rounds < 1) {
     fprintf(stderr, "usage: bench_trace --lib LIB --lib-off LIB_COMPILED_OUT [--reps N] [--steps N] [--prompt N]"
-                    " [--rounds N] [--model M] [--trace FILE] [--threads N]\n");
+                    " [--rounds N] [--model M] [--trace FILE] [--threads N] [--device cpu|cuda]\n");
     return 2;
   }
   char self[4096];
@@ -257,7 +330,9 @@ int main(int argc, char **argv) {
   double *v[NCFG], *w[NCFG], *ra = calloc((size_t)reps, sizeof(double)), *rb = calloc((size_t)reps, sizeof(double));
   double *wa = calloc((size_t)reps, sizeof(double)), *wb = calloc((size_t)reps, sizeof(double));
   for (int c = 0; c < NCFG; c++) v[c] = calloc((size_t)reps, sizeof(double)), w[c] = calloc((size_t)reps, sizeof(double));
-  printf("bench_trace: %s, prompt %d, %d decode steps x %d rounds (first is warm-up) per process, %d reps\n", model,
+  const char *devname = getenv("BENCH_TRACE_DEVICE"), *corr = getenv("FUSEBOX_CUPTI_CORR");
+  printf("bench_trace: %s, device %s%s%s, prompt %d, %d decode steps x %d rounds (first is warm-up) per process, %d "
+         "reps\n", model, devname && *devname ? devname : "default", corr ? ", FUSEBOX_CUPTI_CORR=" : "", corr ? corr : "",
          prompt, steps, rounds, reps);
   for (int r = 0; r < reps; r++) {
     for (int k = 0; k < NCFG; k++) {

@@ -18,34 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_host.h"
 #include "common/ort_host.h"
 
 static int g_only = -1;  // --only fusebox|ort: run one EP's stream (profiling); 0 Fusebox, 1 ORT
-
-static fbx_host_session *open_session(fbx_host *h, const char *model, int fusebox, int threads) {
-  fbx_host_session_opts o = fbx_host_session_opts_default();
-  char tbuf[16];
-  const char *k[1] = {"threads"}, *v[1] = {tbuf};
-  snprintf(tbuf, sizeof tbuf, "%d", threads);
-  o.use_fusebox = fusebox;
-  o.intra_threads = threads;
-
-  o.ep_keys = k;
-  o.ep_vals = v;
-  o.n_ep_opts = fusebox ? 1 : 0;
-  fbx_host_session *s = NULL;
-  char *err = fbx_host_session_create(h, model, &o, &s);
-  if (err) {
-    fprintf(stderr, "bench_vad: %s (%s): %s\n", model, fusebox ? "Fusebox" : "ORT CPU", err);
-    fbx_host_err_free(err);
-  }
-  return s;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 // One EP's stream: inputs {input, state, sr}; the state tensor is replaced by stateN each chunk.
 typedef struct stream {
@@ -118,7 +94,7 @@ static int bench_sr(fbx_host_session *const s[2], int sr, int chunks, int block,
     maxs = fmax(maxs, fabs(fbx_host_tensor_get(&st[0].in[1], i) - fbx_host_tensor_get(&st[1].in[1], i)));
   double med[2];
   for (int e = 0; e < 2; e++) {
-    qsort(st[e].ms, (size_t)st[e].n_ms, sizeof(double), cmp_d);
+    qsort(st[e].ms, (size_t)st[e].n_ms, sizeof(double), bench_cmp_double);
     med[e] = st[e].n_ms ? st[e].ms[st[e].n_ms / 2] : 0;
   }
   int nvoiced = 0;
@@ -170,7 +146,8 @@ int main(int argc, char **argv) {
     fbx_host_err_free(err);
     return 1;
   }
-  fbx_host_session *s[2] = {open_session(h, model, 1, threads), open_session(h, model, 0, threads)};
+  fbx_host_session *s[2] = {bench_open_session(h, model, 1, threads, "bench_vad"),
+                            bench_open_session(h, model, 0, threads, "bench_vad")};
   int rc = 1;
   if (s[0] && s[1]) {
     long is = fbx_host_session_input_find(s[0], "state");

@@ -18,6 +18,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from gpu_bench_common import gpu_profile, read_bandwidth  # bench/, next to this file
+
 RMS_EPS = 1e-5
 
 
@@ -191,49 +193,6 @@ def run_ort(ort, sess, layers, past, steps, prompt, profile=None):
     if profile:
         profile(lambda: decode(8, prompt[past - 1], kvs, past))
     return steps / dt, toks
-
-
-def gpu_profile(torch, fn, steps=8):
-    """Every kernel and copy of fn() on the GPU (CUPTI through torch.profiler sees the whole
-    process, Fusebox's launches too), summed by name, per decode step."""
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    wall = time.perf_counter() - t0
-    rows = []
-    for e in prof.key_averages():
-        dt = getattr(e, "self_device_time_total", None)
-        if dt is None:
-            dt = getattr(e, "self_cuda_time_total", 0)
-        if dt > 0:
-            rows.append((dt, e.count, e.key))
-    rows.sort(reverse=True)
-    tot = sum(r[0] for r in rows)
-    n = sum(r[1] for r in rows)
-    print("[profile] %d steps under the profiler: wall %.2f ms/step; GPU busy %.2f ms/step in %.0f launches/step"
-          % (steps, 1e3 * wall / steps, tot / 1e3 / steps, n / steps))
-    for dt, cnt, key in rows[:30]:
-        print("[profile] %8.1f us/step %6.1f calls/step  %5.1f%%  %s"
-              % (dt / steps, cnt / steps, 100.0 * dt / max(tot, 1e-9), key[:110]))
-
-
-def read_bandwidth(torch, dev):
-    """HBM read bandwidth (bytes/s): a sum over 4 GiB, best of 10."""
-    x = torch.ones(1 << 30, device=dev, dtype=torch.float32)
-    for _ in range(3):
-        x.sum()
-    best = 1e9
-    for _ in range(10):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        x.sum()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    del x
-    return (1 << 32) / best
 
 
 def main():

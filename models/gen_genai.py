@@ -12,6 +12,10 @@ Inputs:  input_ids (batch, seq) int64, attention_mask (batch, total) int64,
          past_key_values.<i>.key/value (batch, kv_heads, past, head_dim) float32
 Outputs: logits (batch, seq, vocab) float32, present.<i>.key/value (batch, kv_heads, total, head_dim)
 
+With --float the linear layers are plain MatMul (+ Add for the biases) on float32 weights (in, out),
+as the model builder emits them for -p fp32; the same random draws (unquantised), the same other nodes,
+and the reference uses those float32 weights.
+
 MatMulNBits packing (ORT's contrib-op docs): B (N, k_blocks, block/2) uint8, value k of a block
 in the low nibble for even k; zero points (N, ceil(k_blocks/2)) uint8 packed the same way;
 w = (q - zp) * scale. Quantisation: asymmetric round-to-nearest per block over [min(w,0), max(w,0)].
@@ -22,7 +26,7 @@ With --cases DIR it also writes the reference for the tests (float64 forward, te
   fed tokens[t] after the prompt and tokens[:t].
 
 Usage: gen_genai.py --layers L --hidden H --heads N --kv-heads NK --ffn F --vocab V
-                    [--accuracy-level 0|4] [--seed S] [--max-pos P] --out PATH [--cases DIR --steps 32]
+                    [--accuracy-level 0|4 | --float] [--seed S] [--max-pos P] --out PATH [--cases DIR --steps 32]
 """
 import argparse
 import os
@@ -75,11 +79,16 @@ def quantize(w_nk, want_deq=True):
     return packed, scale, zpp, deq
 
 
-def make_weights(cfg, seed, want_deq=True):
+def make_weights(cfg, seed, want_deq=True, float_weights=False):
     """Weights by name, fixed generation order: floats for embeddings, norms and biases; the
     linear weights (out, in) quantised as soon as they are drawn (quantize's tuple), so the
-    float64 matrices of a large model never live together."""
+    float64 matrices of a large model never live together. float_weights: the linear weights
+    stay float32, as (None, None, None, w (out, in) float32) in quantize's tuple layout."""
     rs = np.random.RandomState(seed)
+    if float_weights:
+        quantize = lambda w_nk, _deq: (None, None, None, w_nk.astype(np.float32))  # noqa: E731
+    else:
+        quantize = globals()["quantize"]
     h, f, v, d = cfg["hidden"], cfg["ffn"], cfg["vocab"], cfg["head_dim"]
     nq, nkv = cfg["heads"] * d, cfg["kv_heads"] * d
 
@@ -128,12 +137,24 @@ class Builder:
         return self.op("MatMulNBits", ins, domain="com.microsoft", K=k, N=n, bits=4, block_size=BLOCK,
                        accuracy_level=level)
 
+    def matmul(self, x, q, prefix, k, n, level, bias=None, outputs=None):
+        """--float's linear layer: MatMul(x, W (k, n) float32) (+ Add bias), mnb's signature."""
+        del level
+        wt = np.ascontiguousarray(q[3].T)  # (out, in) -> (in, out) = (k, n)
+        assert wt.shape == (k, n)
+        y = self.op("MatMul", [x, self.init(prefix + ".weight", wt)], outputs=None if bias is not None else outputs)
+        if bias is None:
+            return y
+        return self.op("Add", [y, self.init(prefix + ".bias", bias)], outputs=outputs)
 
-def build(cfg, w, qw, level):
+
+def build(cfg, w, qw, level, float_weights=False):
     max_pos = cfg["max_pos"]
     L, h, f, v, d = cfg["layers"], cfg["hidden"], cfg["ffn"], cfg["vocab"], cfg["head_dim"]
     nh, nkv = cfg["heads"], cfg["kv_heads"]
     b = Builder()
+    if float_weights:
+        b.mnb = b.matmul
     cos, sin = rope_tables(max_pos, d)
     b.init("cos_cache", cos.astype(np.float32))
     b.init("sin_cache", sin.astype(np.float32))
@@ -175,9 +196,12 @@ def build(cfg, w, qw, level):
     hn, _, _, _ = b.op("SkipSimplifiedLayerNormalization", [pending, residual, b.init("norm.weight", w["norm"])],
                        n_out=4, domain="com.microsoft", epsilon=RMS_EPS, outputs=["final_norm.out", "", "", ""])
     b.nodes[-1].output[:] = ["final_norm.out"]  # only the normalised output is used
-    b.op("MatMulNBits", [hn, b.init("lm_head.qweight", qw["lm_head"][0]), b.init("lm_head.scales", qw["lm_head"][1]),
-                         b.init("lm_head.qzeros", qw["lm_head"][2])], domain="com.microsoft", outputs=["logits"],
-         K=h, N=v, bits=4, block_size=BLOCK, accuracy_level=level)
+    if float_weights:
+        b.matmul(hn, qw["lm_head"], "lm_head", h, v, level, outputs=["logits"])
+    else:
+        b.op("MatMulNBits", [hn, b.init("lm_head.qweight", qw["lm_head"][0]), b.init("lm_head.scales", qw["lm_head"][1]),
+                             b.init("lm_head.qzeros", qw["lm_head"][2])], domain="com.microsoft", outputs=["logits"],
+             K=h, N=v, bits=4, block_size=BLOCK, accuracy_level=level)
 
     F = TensorProto.FLOAT
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
@@ -270,6 +294,8 @@ def main(argv=None):
     ap.add_argument("--ffn", type=int, required=True)
     ap.add_argument("--vocab", type=int, required=True)
     ap.add_argument("--accuracy-level", type=int, default=0, choices=(0, 4))
+    ap.add_argument("--float", action="store_true",
+                    help="plain MatMul on float32 weights instead of MatMulNBits (the model builder's -p fp32)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--max-pos", type=int, default=MAX_POS, help="positions in the cos/sin caches")
     ap.add_argument("--out", required=True)
@@ -280,8 +306,8 @@ def main(argv=None):
         sys.exit("gen_genai: hidden/heads must be a multiple of 16 and heads a multiple of kv_heads")
     cfg = {"layers": a.layers, "hidden": a.hidden, "heads": a.heads, "kv_heads": a.kv_heads, "ffn": a.ffn,
            "vocab": a.vocab, "head_dim": a.hidden // a.heads, "max_pos": a.max_pos}
-    w = make_weights(cfg, a.seed, want_deq=bool(a.cases))
-    model = build(cfg, w, w, a.accuracy_level)
+    w = make_weights(cfg, a.seed, want_deq=bool(a.cases), float_weights=a.float)
+    model = build(cfg, w, w, a.accuracy_level, float_weights=a.float)
 
     onnx.save(model, a.out)
     if a.cases:

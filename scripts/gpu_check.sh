@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh BUILD_DIR — the CUDA backend on a machine with an NVIDIA GPU.
 #
-#   1. nvidia-smi, then test_cuda_loader, test_cuda_nvrtc, test_cuda_ops and test_cuda_genai (the
-#      decoder ops) (which must run, not skip), test_cuda_ops again with FUSEBOX_CUDA_NVRTC=off
+#   1. nvidia-smi, then test_cuda_loader, test_cuda_nvrtc, test_cuda_ops, test_cuda_genai (the
+#      decoder ops) and test_backend_stream (which must run, not skip), test_cuda_ops again with FUSEBOX_CUDA_NVRTC=off
 #      (the interpreter kernel);
 #   2. compute-sanitizer memcheck on test_cuda_ops and test_cuda_genai (when compute-sanitizer is on PATH
 #      or in /usr/local/cuda/bin; said when it is not);
@@ -12,11 +12,13 @@
 #      on the generated models and the PP-OCR models, compiled and eager (compile=off), and a
 #      greedy decode of the generated decoder that must give ORT's tokens;
 #   4. compute-sanitizer memcheck on `fusebox check` of the generated models;
-#   5. `fusebox bench` with device=cuda (timings, informational: they pass when they run).
+#   5. `fusebox bench` with device=cuda, and again with ort_stream=off (A/B of Compute on ORT's stream;
+#      timings, informational: they pass when they run).
 # With device=cuda the sessions get every Fusebox OrtEpDevice, so they run on the GPU OrtEpDevice
 # (ORT's buffers in the GPU's memory); step 3 also checks the host-buffer path (--ep-devices cpu),
 # and test_e2e_gpu_device (FBX_TEST_REAL_GPU=1) checks IOBinding and the data transfer through the
-# C API. The Python client: python3 scripts/gpu_python_iobinding.py BUILD/libfusebox_ep.so MODEL...
+# C API, test_e2e_gpu_stream (FBX_TEST_REAL_GPU=1) Compute and copies on ORT's stream (0 host syncs).
+# The Python client: python3 scripts/gpu_python_iobinding.py BUILD/libfusebox_ep.so MODEL...
 # Environment: FUSEBOX_ORT_LIB (default .deps/lib/libonnxruntime.1.30.so), FBX_GPU_LOG
 # (log folder, default a fresh /tmp/fusebox_gpu.XXXXXX). Prints one line per case and
 # "N passed, N failed"; exit 1 on any failure.
@@ -43,7 +45,7 @@ run_case() {
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
   # on a GPU machine these must run, not skip
-  case "$name" in test_cuda_ops* | test_cuda_nvrtc* | test_cuda_genai* | test_e2e_gpu_device*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
+  case "$name" in test_cuda_ops* | test_cuda_nvrtc* | test_cuda_genai* | test_e2e_gpu_device* | test_e2e_gpu_stream* | test_backend_stream* | test_e2e_genai_devkv*) [ $rc -eq 0 ] && grep -q "SKIP" "$log" && rc=99 ;; esac
   if [ $rc -eq 0 ]; then
     PASS=$((PASS + 1)); printf 'PASS  %-64s %6d ms\n' "$name" "$ms"
   else
@@ -63,6 +65,8 @@ grep -h "ops run on cuda" "$LOG"/test_cuda_ops.log 2>/dev/null
 # the interpreter kernel too: the fused programs run on it where NVRTC cannot make a kernel
 run_case "test_cuda_ops (FUSEBOX_CUDA_NVRTC=off: the interpreter)" env FUSEBOX_CUDA_NVRTC=off "$BUILD/tests/test_cuda_ops"
 run_case "test_cuda_genai" "$BUILD/tests/test_cuda_genai"
+# the stream members ORT's stream is made of (bound stream, switch ordering, cross-backend events)
+FBX_GPU_TIMEOUT=${FBX_GPU_STREAM_TIMEOUT:-180} run_case "test_backend_stream" "$BUILD/tests/test_backend_stream"
 if [ -n "$CS" ]; then
   run_case "test_cuda_ops under compute-sanitizer memcheck" "$CS" --tool memcheck --error-exitcode 1 \
     --leak-check full "$BUILD/tests/test_cuda_ops"
@@ -77,7 +81,13 @@ for lib in "$ORT" "$ROOT/.deps/lib/libonnxruntime.1.29.so"; do
   [ -f "$lib" ] || continue
   run_case "test_e2e_gpu_device real GPU [$(basename "$lib")]" env FBX_TEST_REAL_GPU=1 FUSEBOX_ORT_LIB="$lib" \
     "$BUILD/tests/test_e2e_gpu_device"
+  # ORT's stream: Compute runs on it with 0 host syncs (ort_stream=on) vs 1 per Compute (off); a hang
+  # (a wait that never ends) fails here after FBX_GPU_STREAM_TIMEOUT seconds instead of stalling the script
+  FBX_GPU_TIMEOUT=${FBX_GPU_STREAM_TIMEOUT:-180} run_case "test_e2e_gpu_stream real GPU [$(basename "$lib")]" \
+    env FBX_TEST_REAL_GPU=1 FUSEBOX_ORT_LIB="$lib" "$BUILD/tests/test_e2e_gpu_stream"
 done
+run_case "test_e2e_genai_devkv real GPU (64-step decode, device KV: 1 capture, replays, 0 allocs)" \
+  env FBX_TEST_REAL_GPU=1 "$BUILD/tests/test_e2e_genai_devkv"
 
 echo "== the ONNX node suite with device=cuda (exit 0: no case Fusebox claims is wrong) =="
 NODE_DIR=/usr/share/libonnx-testdata/data/node
@@ -98,6 +108,8 @@ CASES=(
   "models/gen/decoder_tiny.onnx|"
   "models/gen/cnn_small.onnx|"
   "models/gen/genai_tiny.onnx|"
+  "models/gen/loop_cell.onnx|"
+  "models/gen/scan_cell.onnx|"
   "$OCR/ch_PP-OCRv4_det_infer.onnx|--shape x=1x3x224x224"
   "$OCR/ch_PP-OCRv4_rec_infer.onnx|--shape x=1x3x48x320"
   "$OCR/ch_ppocr_mobile_v2.0_cls_infer.onnx|--shape x=1x3x48x192"
@@ -146,6 +158,11 @@ for c in "${BENCH[@]}"; do
   name="bench $(basename "$m" .onnx) $opts device=cuda"
   # shellcheck disable=SC2086
   run_case "$name" "$BUILD/fusebox" bench "$m" --ort "$ORT" $opts --ep-option device=cuda --iters 20
+  sed 's/^/      /' "$LOG/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log" | grep -iE "median|ratio|fusebox|ort" | head -4
+  # A/B: Fusebox's own queue, waited for at the end of every Compute (the behaviour before ORT's stream)
+  name="bench $(basename "$m" .onnx) $opts device=cuda ort_stream=off"
+  # shellcheck disable=SC2086
+  run_case "$name" "$BUILD/fusebox" bench "$m" --ort "$ORT" $opts --ep-option device=cuda --ep-option ort_stream=off --iters 20
   sed 's/^/      /' "$LOG/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log" | grep -iE "median|ratio|fusebox|ort" | head -4
 done
 

@@ -68,7 +68,11 @@ def empty_on_device(shape, dtype, mi, dev):
 
 def to_device(arr, mi, dev):
     """A device copy of numpy arr (host -> device through Fusebox's data transfer)."""
-    ov = empty_on_device(arr.shape, arr.dtype, mi, dev)
+    return upload(empty_on_device(arr.shape, arr.dtype, mi, dev), arr)
+
+
+def upload(ov, arr):
+    """Copy numpy arr into the existing device OrtValue ov (same shape and dtype); returns ov."""
     if not arr.size:
         return ov
     try:

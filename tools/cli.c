@@ -14,7 +14,7 @@ const char fbx_cli_global_help[] =
     "                         libfusebox_ep.so next to / above the executable)\n"
     "  --threads N            intra-op threads for every session (and Fusebox threads=N)\n"
     "  --ep-option KEY=VALUE  Fusebox EP option (repeatable): device, device_id, threads,\n"
-    "                         compile, cache_limit, tf32\n"
+    "                         compile, cache_limit, tf32, ort_stream\n"
     "  --ep-devices all|cpu|gpu  which of Fusebox's OrtEpDevices the session gets (default all:\n"
     "                         with device=cuda the GPU one where listed; cpu: device=cuda copies\n"
     "                         ORT's host buffers each run; gpu: the GPU device alone)\n"
@@ -211,6 +211,7 @@ fbx_host_session *fbx_cli_session(fbx_cli *c, int use_fusebox, int record_assign
   o.n_ep_opts = n;
   o.intra_threads = c->threads;
   o.record_assignment = record_assignment;
+  o.profile_prefix = c->ort_profile;
   fbx_host_session *s = NULL;
   char *err = fbx_host_session_create(c->host, c->model, &o, &s);
   if (err) {

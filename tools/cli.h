@@ -23,6 +23,7 @@ typedef struct fbx_cli {
   uint64_t seed;               // --seed N (default 42)
   fbx_cli_kv ep_opts[FBX_CLI_MAX_KV];  size_t n_ep_opts;   // --ep-option k=v
   int ep_devices;              // --ep-devices all|cpu|gpu: FBX_HOST_DEVICES_* (default all)
+  const char *ort_profile;     // non-NULL: ORT's own profiling into <prefix>_<date>.json (run --ort-profile)
   fbx_cli_kv npy[FBX_CLI_MAX_KV];      size_t n_npy;       // --input name=file.npy
   fbx_cli_kv ranges[FBX_CLI_MAX_KV];   size_t n_ranges;    // --int-range name=lo:hi
   fbx_cli_kv dimv[FBX_CLI_MAX_KV];     size_t n_dimv;      // --dim SYMBOL=N

@@ -10,7 +10,8 @@
 
 static const char kUsage[] =
     "usage: fusebox generate MODEL [--prompt-len N] [--new-tokens M] [--rounds R] [--no-ort]\n"
-    "                             [--kv-buffer auto|shared|separate] [--max-length L] [--rtol R --atol A]\n"
+    "                             [--kv-buffer auto|shared|separate] [--max-length L]\n"
+    "                             [--kv-memory auto|host|device] [--rtol R --atol A]\n"
     "  Prefills a random prompt (ids from --seed) on a decoder with a KV cache (inputs input_ids,\n"
     "  position_ids, attention_mask, past_key_values.<i>.key/.value; outputs logits,\n"
     "  present.<i>.key/.value), then decodes M tokens greedily (argmax), feeding presents back\n"
@@ -31,14 +32,22 @@ static const char kUsage[] =
     "                   fed, presents copied back; auto (default): shared when the model's\n"
     "                   attention is com.microsoft GroupQueryAttention (as GenAI decides), else separate\n"
     "  --max-length L   rows of a shared buffer (default prompt + new tokens)\n"
+    "  --kv-memory M    where Fusebox's shared buffers live: device: in the GPU OrtEpDevice's memory\n"
+    "                   (ORT's allocator for it), with input_ids, attention_mask (a max-length buffer\n"
+    "                   of ones, bound as its prefix) and logits (copied to the host after each step)\n"
+    "                   bound there too, as GenAI runs on a GPU; host: host memory; auto (default):\n"
+    "                   device when the session runs on Fusebox's GPU device (--ep-devices gpu, or\n"
+    "                   --ep-option device=cuda without --ep-devices cpu). ORT's CPU EP: host\n"
     "  --rtol R --atol A  logits tolerance reported per step (default 1e-3 / 1e-3)\n";
 
 typedef enum { GEN_KV_AUTO, GEN_KV_SHARED, GEN_KV_SEPARATE } gen_kv;
+typedef enum { GEN_MEM_AUTO, GEN_MEM_HOST, GEN_MEM_DEVICE } gen_mem;
 
 typedef struct {
   long long prompt, new_tokens, rounds, max_length;
   int no_ort;
   gen_kv kv;
+  gen_mem mem;
   double rtol, atol;
 } gen_opts;
 
@@ -55,6 +64,14 @@ static int gen_opt(void *ctx, const char *opt, const char *val) {
       return -1;
     }
     o->kv = !strcmp(val, "shared") ? GEN_KV_SHARED : !strcmp(val, "separate") ? GEN_KV_SEPARATE : GEN_KV_AUTO;
+    return 2;
+  }
+  if (strcmp(opt, "--kv-memory") == 0) {
+    if (!val || (strcmp(val, "auto") && strcmp(val, "host") && strcmp(val, "device"))) {
+      fprintf(stderr, "fusebox generate: --kv-memory takes auto, host or device\n");
+      return -1;
+    }
+    o->mem = !strcmp(val, "host") ? GEN_MEM_HOST : !strcmp(val, "device") ? GEN_MEM_DEVICE : GEN_MEM_AUTO;
     return 2;
   }
   if (dst) {
@@ -104,7 +121,12 @@ static int gen_step(fbx_cli *c, gen_lane *l, const int64_t *ids, int64_t n, int6
 // One whole loop on one lane: reset, prefill the prompt, decode n tokens; times in seconds.
 static int gen_loop(fbx_cli *c, gen_lane *l, const int64_t *prompt, long long n_prompt, long long n_new,
                     double *prefill_s, double *decode_s) {
-  fbx_host_settle(20); /* let the other EP's spinning workers go idle first */
+  /* let the other EP's spinning workers go idle first: ORT's intra-op workers
+   * spin 2^20 pauses after their queue empties, an estimated ~20 ms on Zen 4 but ~50-60 ms
+   * on the GPU host's Xeon (pause ~140 cycles); 20 ms left our 16-thread
+   * prefill there starting on cores still taken (44 ms traced alone, 63 ms
+   * median right after ORT's loop) */
+  fbx_host_settle(100);
   char *err = fbx_host_decoder_reset(&l->d);
   if (err) {
     fprintf(stderr, "%s: %s: %s\n", c->prog, l->name, err);
@@ -142,6 +164,16 @@ static int gen_model_has_gqa(const char *model) {
   return gqa;
 }
 
+// The Fusebox session runs on its GPU OrtEpDevice: the GPU device alone, or all devices with
+// device=cuda (or device=gpu-sim's cuda: the EP option is the same).
+static int gen_on_gpu(const fbx_cli *c) {
+  if (c->ep_devices == FBX_HOST_DEVICES_GPU) return 1;
+  if (c->ep_devices == FBX_HOST_DEVICES_CPU) return 0;
+  for (size_t i = 0; i < c->n_ep_opts; i++)
+    if (!strcmp(c->ep_opts[i].key, "device") && !strcmp(c->ep_opts[i].val, "cuda")) return 1;
+  return 0;
+}
+
 static int gen_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -154,7 +186,7 @@ static double gen_median(double *v, int n) {
 
 int fbx_cmd_generate(int argc, char **argv) {
   fbx_cli c;
-  gen_opts o = {16, 32, 3, 0, 0, GEN_KV_AUTO, 1e-3, 1e-3};
+  gen_opts o = {16, 32, 3, 0, 0, GEN_KV_AUTO, GEN_MEM_AUTO, 1e-3, 1e-3};
   int rc = fbx_cli_parse(&c, "fusebox generate", argc, argv, kUsage, gen_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
   if (o.rounds < 1 || o.rounds > GEN_MAX_ROUNDS) {
@@ -177,11 +209,17 @@ int fbx_cmd_generate(int argc, char **argv) {
             o.prompt + o.new_tokens);
     goto out;
   }
+  int on_dev = shared && (o.mem == GEN_MEM_DEVICE || (o.mem == GEN_MEM_AUTO && gen_on_gpu(&c)));
+  if (o.mem == GEN_MEM_DEVICE && !shared) {
+    fprintf(stderr, "fusebox generate: --kv-memory device needs shared KV buffers (--kv-buffer shared)\n");
+    goto out;
+  }
   for (int k = 0; k < n_lanes; k++) {
     lanes[k].s = fbx_cli_session(&c, k == 0, 0);
     if (!lanes[k].s) goto out;
-    char *err = shared ? fbx_host_decoder_init_shared(&lanes[k].d, lanes[k].s, cap)
-                       : fbx_host_decoder_init(&lanes[k].d, lanes[k].s);
+    char *err = shared && on_dev && k == 0 ? fbx_host_decoder_init_shared_device(&lanes[k].d, lanes[k].s, cap, o.prompt)
+                : shared                   ? fbx_host_decoder_init_shared(&lanes[k].d, lanes[k].s, cap)
+                                           : fbx_host_decoder_init(&lanes[k].d, lanes[k].s);
     if (err) {
       fprintf(stderr, "fusebox generate: %s\n", err);
       fbx_host_err_free(err);
@@ -207,8 +245,10 @@ int fbx_cmd_generate(int argc, char **argv) {
          c.model, fbx_host_ort_version(c.host), lanes[0].d.n_layers, (long long)lanes[0].d.heads,
          (long long)lanes[0].d.head_dim, (long long)vocab, o.prompt, o.new_tokens);
   if (shared)
-    printf("  KV: shared buffers (1, %lld, %lld, %lld) bound as past_key_values.* and present.* (IOBinding, as GenAI)\n",
-           (long long)lanes[0].d.heads, cap, (long long)lanes[0].d.head_dim);
+    printf("  KV: shared buffers (1, %lld, %lld, %lld) bound as past_key_values.* and present.* (IOBinding, as GenAI); "
+           "Fusebox's in %s memory\n",
+           (long long)lanes[0].d.heads, cap, (long long)lanes[0].d.head_dim,
+           on_dev ? "GPU device (input_ids, attention_mask, logits bound there too)" : "host");
   else
     printf("  KV: separate past and present (presents copied back as the next pasts)\n");
 

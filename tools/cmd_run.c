@@ -7,16 +7,19 @@
 #include "cmds.h"
 
 static const char kUsage[] =
-    "usage: fusebox run MODEL [--input NAME=FILE.npy]... [--iters N] [--save-dir DIR] [--cpu]\n"
+    "usage: fusebox run MODEL [--input NAME=FILE.npy]... [--iters N] [--save-dir DIR] [--cpu] [--ort-profile PREFIX]\n"
     "  Runs MODEL with the Fusebox EP (random inputs from --seed unless given) and prints\n"
     "  each output's name, dtype and shape, and the time per run.\n"
     "  --iters N      number of runs (default 1)\n"
     "  --save-dir DIR write each output as DIR/<name>.npy\n"
-    "  --cpu          use ORT's CPU EP instead of Fusebox\n";
+    "  --cpu          use ORT's CPU EP instead of Fusebox\n"
+    "  --ort-profile PREFIX  ORT's own profiling (per-node times of ORT's CPU EP with --cpu) into\n"
+    "                 PREFIX_<date>.json, written when the session ends\n";
 
 typedef struct {
   long long iters;
   const char *save_dir;
+  const char *ort_profile;
   int cpu;
 } run_opts;
 
@@ -34,6 +37,11 @@ static int run_opt(void *ctx, const char *opt, const char *val) {
     o->save_dir = val;
     return 2;
   }
+  if (strcmp(opt, "--ort-profile") == 0) {
+    if (!val) return -1;
+    o->ort_profile = val;
+    return 2;
+  }
   if (strcmp(opt, "--cpu") == 0) {
     o->cpu = 1;
     return 1;
@@ -43,10 +51,11 @@ static int run_opt(void *ctx, const char *opt, const char *val) {
 
 int fbx_cmd_run(int argc, char **argv) {
   fbx_cli c;
-  run_opts o = {1, NULL, 0};
+  run_opts o = {1, NULL, NULL, 0};
   int rc = fbx_cli_parse(&c, "fusebox run", argc, argv, kUsage, run_opt, &o, 1);
   if (rc) return rc == 1 ? 0 : 2;
   if (fbx_cli_open(&c)) return 1;
+  c.ort_profile = o.ort_profile;
   rc = 1;
   fbx_host_tensor *ins = NULL, *outs = NULL;
   size_t n_in = 0, n_out = 0;

@@ -3,8 +3,11 @@
 // Reads a Fusebox trace ({"traceEvents":[...]}) or an ONNX Runtime profile (a
 // JSON array, our events inside as cat "Kernel" with args.fbx_cat) with
 // jansson, rebuilds the session summary from the events and prints it with
-// the top ops. The tool links no engine code: plain malloc here.
+// the top ops: in device time first when the trace has a GPU track (the
+// per-node op.device slices, their busy time args.dev_us), then in host time
+// (the per-node op spans). The tool links no engine code: plain malloc here.
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,9 @@ typedef struct agg {
   tally_set phases;    // translate/compile/eval/copy
   tally_set ops;       // op type -> span time from cat "op"
   tally_set kops;      // op type -> span time from "<Op> [fast|composed]" (used when no "op" spans)
+  tally_set dev_ops;   // op type -> device time (args.dev_us) from the GPU track's "op.device" slices
+  double dev_busy_us, dev_span_us, dev_idle_us;  // device-side fusebox.eval slices: busy, span, idle
+  long long dev_evals;
   long long fast, composed;
   tally_set composed_ops;
   long long n_summary;
@@ -83,6 +89,12 @@ static long long iget(json_t *o, const char *k) {
   if (json_is_real(v)) return (long long)json_real_value(v);
   if (json_is_string(v)) return atoll(json_string_value(v));  // ORT profile args are strings
   return 0;
+}
+
+static double dget(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  if (json_is_string(v)) return atof(json_string_value(v));  // ORT profile args are strings
+  return json_number_value(v);
 }
 
 static const char *const k_paths[] = {"decode", "prefill", "general", "eager"};
@@ -167,6 +179,21 @@ static void add_event(agg *a, json_t *e) {
     if (d > a->dropped) a->dropped = d;
   } else if (!strcmp(name, "fusebox.slowest_ops")) {
     a->slowest = e;
+  } else if (!strcmp(cat, "op.device") && !strcmp(ph, "X")) {
+    // one node's device work in one eval (trace_gpu.c): its busy time, not the slice's extent
+    tally *t = tally_get(&a->dev_ops, name);
+    if (t) {
+      t->us += dget(args, "dev_us");
+      t->n++;
+      const char *how = sget(args, "attribution");
+      if (!t->note && how) t->note = strdup(how);
+    }
+  } else if (!strcmp(cat, "device") && !strcmp(name, "fusebox.eval") && sget(args, "side") &&
+             !strcmp(sget(args, "side"), "device")) {
+    a->dev_evals++;
+    a->dev_busy_us += dget(args, "dev_us");
+    a->dev_span_us += dget(args, "span_us");
+    a->dev_idle_us += dget(args, "idle_us");
   } else if ((!strcmp(cat, "ep.phase") && !strncmp(name, "fusebox.", 8)) ||
              (!strcmp(cat, "device") && !strcmp(name, "fusebox.eval") &&
               !(sget(args, "side") && !strcmp(sget(args, "side"), "device")))) { /* not the GPU track's copy */
@@ -269,12 +296,31 @@ static void print_summary(agg *a, const char *file, int top) {
   for (size_t i = 0; i < a->composed_ops.n; i++)
     printf("           composed: %s x%lld: %s\n", a->composed_ops.v[i].key, a->composed_ops.v[i].n,
            a->composed_ops.v[i].note ? a->composed_ops.v[i].note : "");
+  // device time first when the trace has a GPU track: the per-node op.device slices
+  if (a->dev_ops.n) {
+    double dtotal = 0;
+    for (size_t i = 0; i < a->dev_ops.n; i++) dtotal += a->dev_ops.v[i].us;
+    printf("  device:  %lld device-side eval(s): span %.1fus = busy %.1fus + idle (host-bound) %.1fus (%.1f%%); "
+           "op.device slices %.1fus\n",
+           a->dev_evals, a->dev_span_us, a->dev_busy_us, a->dev_idle_us,
+           a->dev_span_us > 0 ? 100.0 * a->dev_idle_us / a->dev_span_us : 0.0, dtotal);
+    qsort(a->dev_ops.v, a->dev_ops.n, sizeof *a->dev_ops.v, tally_by_time);
+    printf("  slowest ops (device time, from the GPU track's op.device slices; %% of their sum):\n");
+    for (size_t i = 0; i < a->dev_ops.n && (int)i < top; i++) {
+      const tally *t = &a->dev_ops.v[i];
+      bool pseudo = !strcmp(t->key, "(no node)") || !strcmp(t->key, "CUDAGraphReplay");
+      printf("    %2zu. %-28s %12.1fus %5.1f%%  %lld slice%s%s\n", i + 1, t->key, t->us,
+             dtotal > 0 ? 100.0 * t->us / dtotal : 0.0, t->n, t->n == 1 ? "" : "s",
+             pseudo ? "  (not a node)" : "");
+    }
+  }
   // top ops from the per-node spans
   double total = 0;
   for (size_t i = 0; i < a->ops.n; i++) total += a->ops.v[i].us;
   if (a->ops.n) {
     qsort(a->ops.v, a->ops.n, sizeof *a->ops.v, tally_by_time);
-    printf("  slowest ops (from per-node spans; span times are host-side unless marked with a device):\n");
+    printf("  slowest ops %s(from per-node spans; span times are host-side unless marked with a device):\n",
+           a->dev_ops.n ? "in host time " : "");
     for (size_t i = 0; i < a->ops.n && (int)i < top; i++)
       printf("    %2zu. %-28s %12.1fus %5.1f%%  %lld call%s%s%s\n", i + 1, a->ops.v[i].key, a->ops.v[i].us,
              total > 0 ? 100.0 * a->ops.v[i].us / total : 0.0, a->ops.v[i].n, a->ops.v[i].n == 1 ? "" : "s",
@@ -337,6 +383,7 @@ static int summarize(const char *file, int top) {
   tally_free(&a.phases);
   tally_free(&a.ops);
   tally_free(&a.kops);
+  tally_free(&a.dev_ops);
   tally_free(&a.composed_ops);
   tally_free(&a.providers);
   tally_free(&a.sum_unclaimed);

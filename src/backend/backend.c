@@ -72,6 +72,12 @@ fbx_status *fbx_backend_event_synchronize(fbx_backend *be, fbx_backend_event *ev
   return fbx_backend_synchronize(be);
 }
 
+bool fbx_backend_has_streams(const fbx_backend *be) {
+  const fbx_backend_vtable *v = be ? be->vt : NULL;
+  return v && v->set_stream && v->stream_create && v->stream_destroy && v->stream_handle && v->stream_record &&
+         v->stream_wait && v->stream_synchronize;
+}
+
 bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                           const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap) {
   if (!be->vt->supports) return true;

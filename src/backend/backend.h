@@ -11,7 +11,9 @@
  *            and the *_async copies are enqueued on it and may return before
  *            the work is done; events mark points in that queue;
  *            synchronize() waits for everything enqueued so far. The executor
- *            synchronises once per run, after enqueueing the output copies.
+ *            synchronises once per run, after enqueueing the output copies
+ *            (not at all when the run is bound to the caller's queue, ORT's
+ *            stream: set_stream, fbx_exec_run_io.caller_stream).
  *   claims : supports() says whether the device has a kernel for a node
  *            configuration, so GetCapability can decline with the device's
  *            reason.
@@ -64,6 +66,9 @@ typedef struct fbx_buft_info {
 
 /* An event: a point in a backend's queue (opaque to everyone but the backend). */
 typedef struct fbx_backend_event fbx_backend_event;
+
+/* A queue of the device handed out to a caller (a cudaStream_t; opaque to everyone but the backend). */
+typedef struct fbx_backend_stream fbx_backend_stream;
 
 /* A recorded sequence of enqueued work (a CUDA graph), replayable as a whole. */
 typedef struct fbx_backend_graph fbx_backend_graph;
@@ -141,13 +146,21 @@ typedef struct fbx_backend_vtable {
    * of an event recorded after the copy. NULL: the synchronous copy. */
   fbx_status *(*copy_from_host_async)(fbx_backend *be, void *dst, const void *src, size_t bytes);
   fbx_status *(*copy_to_host_async)(fbx_backend *be, void *dst, const void *src, size_t bytes);
-  /* Run on a queue the caller owns (e.g. ORT's cudaStream_t) from now on;
-   * NULL returns to the backend's own. The caller keeps the queue alive
-   * while it is set. NULL member: the backend has one queue only. */
+  /* Run on a queue the caller owns (e.g. ORT's cudaStream_t: the handle of a
+   * stream_create'd stream of this or another backend of the same device)
+   * from now on; NULL returns to the backend's own. Switching orders the
+   * new queue after the work enqueued on the old one (a device-side wait, no
+   * host wait), so buffers and scratch stay in stream order across the
+   * switch. The caller keeps the queue alive while it is set and serialises
+   * set_stream with the work it brackets (one bound queue per backend).
+   * NULL member: the backend has one queue only. */
   fbx_status *(*set_stream)(fbx_backend *be, void *native_stream);
   /* Events. create/destroy pair; record marks "everything enqueued so far";
    * event_wait makes later work on this backend's queue wait for the event
    * (no host wait); event_synchronize blocks the host until it has passed.
+   * An event may be recorded and waited for by any backend of the same kind
+   * and device (CUDA: one context per device), not only the one that made it
+   * (the EP orders its sessions' queues and the GPU's own queue this way).
    * NULL members: see the fbx_backend_event_* helpers (a synchronous
    * backend needs none). */
   fbx_status *(*event_create)(fbx_backend *be, fbx_backend_event **out);
@@ -155,6 +168,22 @@ typedef struct fbx_backend_vtable {
   fbx_status *(*event_record)(fbx_backend *be, fbx_backend_event *ev);
   fbx_status *(*event_wait)(fbx_backend *be, fbx_backend_event *ev);
   fbx_status *(*event_synchronize)(fbx_backend *be, fbx_backend_event *ev);
+
+  /* ---- optional: streams handed out (ORT's OrtSyncStreamImpl) ----
+   * A stream is a queue of this backend's device that someone else drives:
+   * stream_handle is its native handle (cudaStream_t), which set_stream of
+   * any backend of the same device accepts. stream_record marks everything
+   * enqueued on s so far in ev (an event of this backend); stream_wait makes
+   * later work on s wait for ev (device side); stream_synchronize blocks the
+   * host until s is idle (ORT's Flush). stream_destroy waits for s first.
+   * All six or none (NULL: the backend hands out no streams; ORT then gives
+   * the EP none and every run synchronises, as before). */
+  fbx_status *(*stream_create)(fbx_backend *be, fbx_backend_stream **out);
+  void (*stream_destroy)(fbx_backend *be, fbx_backend_stream *s);
+  void *(*stream_handle)(fbx_backend *be, fbx_backend_stream *s);
+  fbx_status *(*stream_record)(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev);
+  fbx_status *(*stream_wait)(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev);
+  fbx_status *(*stream_synchronize)(fbx_backend *be, fbx_backend_stream *s);
 
   /* ---- optional: capability ---- */
 
@@ -184,6 +213,13 @@ typedef struct fbx_backend_vtable {
   fbx_status *(*graph_end)(fbx_backend *be, fbx_backend_graph **out); /* *out owned by caller */
   fbx_status *(*graph_launch)(fbx_backend *be, fbx_backend_graph *g);
   void (*graph_destroy)(fbx_backend *be, fbx_backend_graph *g);       /* NULL g is fine */
+  /* Optional with the graph members: a counter that moves whenever memory the
+   * backend uses inside run_node, unseen by the caller (a scratch buffer, a
+   * kernel parameter buffer), is reallocated. A graph captured under another
+   * epoch may address freed memory: the executor drops and re-captures it
+   * (exec_run.c), so a regrowth costs a re-capture, never a wrong result.
+   * NULL: the epoch never moves. */
+  uint64_t (*graph_epoch)(fbx_backend *be);
 
   /* ---- optional: observability (backend_obs.h; NULL = none) ---- */
   const struct fbx_backend_obs *obs;
@@ -213,6 +249,8 @@ void fbx_backend_event_destroy(fbx_backend *be, fbx_backend_event *ev);
 fbx_status *fbx_backend_event_record(fbx_backend *be, fbx_backend_event *ev);
 fbx_status *fbx_backend_event_wait(fbx_backend *be, fbx_backend_event *ev);
 fbx_status *fbx_backend_event_synchronize(fbx_backend *be, fbx_backend_event *ev);
+/* Whether the backend hands out streams (all stream_* members and set_stream set). */
+bool fbx_backend_has_streams(const fbx_backend *be);
 /* supports() with its default (true) and a reason of "<device>: <why>". */
 bool fbx_backend_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                           const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap);
@@ -262,6 +300,9 @@ typedef struct fbx_opaque_stats {
   int64_t graph_captures;         /* graph_end calls that returned a graph */
   int64_t graph_launches;         /* graph_launch calls */
   int64_t replayed;               /* operations run by graph_launch */
+  int64_t streams;                /* stream_create calls */
+  int64_t stream_binds;           /* set_stream calls with a stream (not NULL) */
+  int64_t stream_syncs;           /* stream_synchronize calls (counted in syncs too) */
 } fbx_opaque_stats;
 
 typedef struct fbx_opaque_options {
@@ -272,6 +313,10 @@ typedef struct fbx_opaque_options {
 fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend **out);
 /* Counters since creation; false when be is not an opaque backend. */
 bool fbx_opaque_backend_stats(const fbx_backend *be, fbx_opaque_stats *out);
+/* Test aid: move the graph epoch as a reallocated internal buffer would (backend.h graph_epoch);
+ * from then on a graph captured before fails to launch, as one that addresses freed memory
+ * would fault. false when be is not an opaque backend. */
+bool fbx_opaque_backend_epoch_bump(fbx_backend *be);
 
 /* Convenience: destroy any backend (NULL is fine). */
 void fbx_backend_destroy(fbx_backend *be);

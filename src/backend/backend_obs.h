@@ -18,6 +18,7 @@ typedef enum fbx_device_activity_kind {
   FBX_DEVACT_KERNEL = 1,
   FBX_DEVACT_MEMCPY = 2,
   FBX_DEVACT_MEMSET = 3,
+  FBX_DEVACT_GRAPH = 4, /* one whole graph replay (a graph-level record: its nodes have no records of their own) */
 } fbx_device_activity_kind;
 
 /* One completed piece of device work (a CUPTI activity record, translated).
@@ -60,6 +61,17 @@ typedef struct fbx_backend_obs {
    * library deliver its partly filled buffers (slow: teardown, the end of a
    * captured eval); without it only what was already delivered (cheap). */
   fbx_status *(*activity_drain)(struct fbx_backend *be, bool flush, fbx_device_activity_fn fn, void *ctx);
+  /* Optional. Records are handed to fn as the profiling library delivers them,
+   * on its own thread (one call at a time), instead of waiting for a drain:
+   * the hot path never translates records. fn NULL: back to the queue. */
+  void (*activity_sink)(struct fbx_backend *be, fbx_device_activity_fn fn, void *ctx);
+  /* Optional. The calling thread's launches so far while recording (kernels;
+   * copies and memsets), counted as they are enqueued, also into a graph
+   * being captured: the executor attributes a graph's replayed records to
+   * nodes by these counts per captured node. false: not counted. */
+  bool (*activity_counts)(struct fbx_backend *be, uint64_t *kernels, uint64_t *copies);
+  /* Optional. How records learn their tags ("callback", "extcorr", "none"), for the trace. */
+  const char *(*activity_mode)(struct fbx_backend *be);
 } fbx_backend_obs;
 
 #endif

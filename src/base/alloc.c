@@ -50,6 +50,16 @@ void *fbx_malloc_huge(size_t n) {
   return p;
 }
 
+void *fbx_malloc_huge_exact(size_t n) {
+  const size_t huge = (size_t)2 << 20;
+  if (n < huge) return fbx_malloc_aligned(n);
+  if (fbx__too_large(n) || fbx__should_fail()) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, huge, n) != 0) return NULL;
+  (void)madvise(p, n & ~(huge - 1), MADV_HUGEPAGE); /* advice only: failure is harmless */
+  return p;
+}
+
 char *fbx_strdup(const char *s) {
   if (!s) return NULL;
   size_t n = strlen(s) + 1;

@@ -17,6 +17,11 @@ void fbx_free_aligned(void *p);
  * at least 1 MiB, advised to use transparent huge pages (fewer TLB misses when a
  * decode step streams every weight once). Free with fbx_free_aligned. */
 void *fbx_malloc_huge(size_t n);
+/* The same without rounding n up: 2 MiB aligned, the whole 2 MiB pages inside the
+ * buffer advised to use transparent huge pages, the tail (< 2 MiB) left on small pages,
+ * so no huge page is backed beyond n (a per-matrix rounding would waste up to 2 MiB of
+ * memory per buffer). Free with fbx_free_aligned. */
+void *fbx_malloc_huge_exact(size_t n);
 /* Returns a heap copy of s (NULL on OOM or NULL s); caller frees with fbx_free. */
 char *fbx_strdup(const char *s);
 

@@ -27,10 +27,13 @@ static void ORT_API_CALL free_impl(OrtAllocator *this_, void *p) {
   fbx_backend *be = a->gpu->be; /* made by the Alloc that returned p */
   if (!FBX_ASSERT(be)) return;
   if (a->type == FBX_BUFT_DEVICE) {
-    /* ORT frees after a Run returns, and every Run has synchronised: no queued work reads p */
+    /* Queued work may still read p (on ORT's stream ORT frees a value once its last reader's
+     * Compute returned, before the GPU ran it): the block goes to the backend's cache, and its
+     * next user, a Compute or a copy of ours, first waits on the device for everything the EP
+     * enqueued on this GPU (ep_stream.c, ordering); a block CUDA really frees, cudaFree waits for. */
     be->vt->buffer_free(be, p);
   } else {
-    fbx_backend_host_free(be, a->type, p);
+    fbx_backend_host_free(be, a->type, p); /* CUDA: cudaFreeHost synchronises the device first */
   }
 }
 

@@ -63,6 +63,67 @@ done:
   fbx_free(text);
 }
 
+/* The device's say on node ni of g, body graphs included: an If, Loop or
+ * Scan runs its bodies through the executor, which reads conditions, trip
+ * counts and slices on the host, so it needs a host-visible engine; every
+ * node of its bodies must be one the device runs. */
+static bool backend_takes(fbx_ep *ep, const fbx_onnx_graph *g, int ni, char *r, size_t cap) {
+  const fbx_onnx_node *n = &g->nodes[ni];
+  if (!n->n_subgraphs) return fbx_ep_backend_supports_node(ep->backend, g, ni, r, cap);
+  if (!ep->backend->vt->host_visible) {
+    snprintf(r, cap, "%s: device '%s': the executor runs its body graphs from the host (reading conditions, "
+             "trip counts and slices there); this device's memory is not host-visible", n->op_type,
+             ep->backend->vt->name);
+    return false;
+  }
+  for (int k = 0; k < n->n_subgraphs; k++)
+    for (int i = 0; i < n->subgraphs[k]->n_nodes; i++)
+      if (!backend_takes(ep, n->subgraphs[k], i, r, cap)) return false;
+  return true;
+}
+
+/* Whether Fusebox takes node ni of g, as far as the node itself goes (the
+ * registry, then the device). */
+static bool node_takes(fbx_ep *ep, const fbx_onnx_graph *g, int ni, char *r, size_t cap) {
+  if (g->nodes[ni].n_subgraphs && !ep->backend->vt->host_visible) /* the device's reason first: it is */
+    return backend_takes(ep, g, ni, r, cap);                      /* the same at every level of nesting */
+  return fbx_onnx_node_claimable(g, ni, r, cap) && backend_takes(ep, g, ni, r, cap);
+}
+
+/* A body graph of an If, Loop or Scan that Fusebox will claim whole (with
+ * its bodies) at its own level: ORT partitions bottom up, so the body is
+ * asked first, and it must stay unclaimed (ORT would otherwise fuse its
+ * nodes and the parent would no longer be describable). *parent_name gets
+ * "<op> '<name>'". */
+static bool body_of_claimed_if(fbx_ep *ep, const OrtGraph *graph, char *parent_name, size_t cap) {
+  const OrtNode *par = NULL;
+  OrtStatus *os = FBX_ORT->Graph_GetParentNode(graph, &par);
+  if (os) {
+    FBX_ORT->ReleaseStatus(os);
+    return false;
+  }
+  if (!par) return false;
+  fbx_ep_graph pd;
+  fbx_status *st = fbx_ep_graph_build_node(par, &pd);
+  if (st) { /* not describable: the body is claimed on its own, as before */
+    fbx_status_free(st);
+    return false;
+  }
+  char r[FBX_REASON_SIZE];
+  /* output ranks ORT left unknown (a Loop's or Scan's inner values), as the parent's own call infers them */
+  st = fbx_onnx_graph_infer_ranks(&pd.g);
+  if (st) {
+    fbx_status_free(st);
+    fbx_ep_graph_free(&pd);
+    return false;
+  }
+  bool yes = pd.g.n_nodes == 1 && pd.g.nodes[0].n_subgraphs > 0 && node_takes(ep, &pd.g, 0, r, sizeof r);
+  snprintf(parent_name, cap, "%s '%s'", pd.g.nodes[0].op_type ? pd.g.nodes[0].op_type : "?",
+           pd.g.nodes[0].name ? pd.g.nodes[0].name : "");
+  fbx_ep_graph_free(&pd);
+  return yes;
+}
+
 static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSupportInfo *info) {
   fbx_ep_graph d;
   FBX_TRY(fbx_ep_graph_build(graph, NULL, &d));
@@ -89,11 +150,19 @@ static fbx_status *capability(fbx_ep *ep, const OrtGraph *graph, OrtEpGraphSuppo
     st = FBX_ERR_OOM();
     goto done;
   }
+  char parent_if[128];
+  if (body_of_claimed_if(ep, graph, parent_if, sizeof parent_if)) {
+    /* compiled with its If/Loop/Scan, one level up: nothing claimed or counted here */
+    if (fbx_trace_flags() & FBX_TRACE_F_CLAIM)
+      for (int i = 0; i < n; i++)
+        fprintf(stderr, "[fusebox] claim %s (%s): later, with %s (claimed with its bodies)\n",
+                g->nodes[i].name, g->nodes[i].op_type, parent_if);
+    goto done;
+  }
   for (int i = 0; i < n; i++) {
     char *r = reasons + (size_t)i * FBX_REASON_SIZE;
-    claimed[i] = fbx_onnx_node_claimable(g, i, r, FBX_REASON_SIZE);
     /* the registry says what Fusebox can translate; the device says what it runs */
-    if (claimed[i]) claimed[i] = fbx_ep_backend_supports_node(ep->backend, g, i, r, FBX_REASON_SIZE);
+    claimed[i] = node_takes(ep, g, i, r, FBX_REASON_SIZE);
     if (!claimed[i] && !r[0]) snprintf(r, FBX_REASON_SIZE, "not supported");
   }
   int n_groups = 0;

@@ -11,7 +11,8 @@
 
 void fbx_ep_kernel_destroy(fbx_ep_kernel *k) {
   if (!k) return;
-  fbx_ir_compiled_destroy(k->compiled);
+  fbx_exec_compiled_destroy(k->compiled);
+  if (k->done) fbx_backend_event_destroy(k->ep->backend, k->done);
   if (k->mu_ready) pthread_mutex_destroy(&k->mu);
   for (int i = 0; k->input_desc && i < k->n_inputs; i++) fbx_free(k->input_desc[i]);
   fbx_free(k->input_desc);
@@ -95,9 +96,9 @@ static fbx_status *compile_one(fbx_ep *ep, const OrtGraph *graph, const OrtNode 
   if (st) goto fail_k;
   fbx_trace_session_copy_wrap(ep->trace, d.n_init, d.init_bytes);
 
-  fbx_ir_compile_options copt = {.compile = ep->opt.compile, .cache_limit = ep->opt.cache_limit,
+  fbx_exec_compile_options copt = {.compile = ep->opt.compile, .cache_limit = ep->opt.cache_limit,
                                  .host = ep->host_backend};
-  st = fbx_ir_compiled_create(ir, ep->backend, &copt, k->name, &k->compiled); /* takes ir */
+  st = fbx_exec_compiled_create(ir, ep->backend, &copt, k->name, &k->compiled); /* takes ir */
   ir = NULL;
   uint64_t t2 = fbx_trace_now_ns();
   fbx_trace_session_phase(ep->trace, "compile", t2 - t1);

@@ -95,10 +95,10 @@ static fbx_status *bind_output(void *ctx, int index, const fbx_tensor *shape, vo
   return NULL;
 }
 
-static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0, uint64_t t1) {
+static void trace_run(fbx_ep_kernel *k, const fbx_exec_run_report *r, uint64_t t0, uint64_t t1) {
   fbx_trace_session *s = k->ep->trace;
-  const char *path = fbx_ir_path_name(r->path);
-  const char *cache = r->cache == FBX_IR_CACHE_NONE ? "" : fbx_ir_cache_event_name(r->cache);
+  const char *path = fbx_exec_path_name(r->path);
+  const char *cache = r->cache == FBX_EXEC_CACHE_NONE ? "" : fbx_exec_cache_event_name(r->cache);
   fbx_trace_session_compute(s, path, cache);
   fbx_trace_session_device(s, r->allocs, r->host_syncs, r->graph_captures, r->graph_replays);
   /* every run: a device backend wraps only inputs in its own memory (a GPU OrtEpDevice), else 0 */
@@ -114,9 +114,13 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   fbx_trace_arg ia[] = {FBX_TARG_S("path", path), FBX_TARG_S("cache", cache),
                         FBX_TARG_S("shape_key", r->shape_key)};
   fbx_trace_instant(name, "ep", ia, 3);
+  /* the run's device counters too (the summary's graph line, per run) */
   fbx_trace_arg sa[] = {FBX_TARG_I("nodes", k->n_nodes), FBX_TARG_S("path", path), FBX_TARG_S("cache", cache),
-                        FBX_TARG_S("subgraph", k->name)};
-  fbx_trace_complete("fusebox.subgraph", "ep", t0, t1, sa, 4);
+                        FBX_TARG_S("subgraph", k->name), FBX_TARG_I("allocs", r->allocs),
+                        FBX_TARG_I("host_syncs", r->host_syncs), FBX_TARG_I("graph_captures", r->graph_captures),
+                        FBX_TARG_I("graph_replays", r->graph_replays),
+                        FBX_TARG_I("graph_invalidated", r->graph_invalidated)};
+  fbx_trace_complete("fusebox.subgraph", "ep", t0, t1, sa, (int)(sizeof sa / sizeof sa[0]));
   /* Counter tracks at the eval boundary; the memory budget is the machine's RAM. */
   fbx_backend *be = k->ep->backend;
   size_t in_use = be->vt->memory_in_use ? be->vt->memory_in_use(be) : 0;
@@ -129,6 +133,34 @@ static void trace_run(fbx_ep_kernel *k, const fbx_ir_run_report *r, uint64_t t0,
   fbx_trace_sample_counters(in_use, budget);
 }
 
+/* The run on ORT's stream (native: its handle): the session's backend is bound to it for the
+ * run (stream_mu: one bound stream per backend), the run follows the EP's earlier work on the
+ * GPU and marks its own (ep_stream.c), and it ends without waiting for the device: ORT waits
+ * (Flush at the end of its Run, or a notification). Before rewriting the plan's host staging
+ * buffers, the host waits for this subgraph's previous run on the device (k->done: already
+ * passed once ORT has flushed, so no wait in a Run-after-Run loop). Called with k->mu held. */
+static fbx_status *run_on_stream(fbx_ep_kernel *k, void *native, fbx_exec_run_io *io, out_ctx *oc,
+                                 fbx_exec_run_report *r) {
+  fbx_ep *ep = k->ep;
+  fbx_backend *be = ep->backend;
+  pthread_mutex_lock(&ep->stream_mu);
+  fbx_status *st = be->vt->set_stream(be, native);
+  if (!st) st = fbx_ep_gpu_order_before(ep->gpu, be);
+  if (!st && k->done) st = fbx_backend_event_synchronize(be, k->done);
+  if (!st) {
+    io->caller_stream = true;
+    st = fbx_exec_compiled_run_io(k->compiled, k->inputs, k->n_inputs, io, bind_output, oc, r);
+  }
+  if (!st) st = fbx_ep_gpu_order_after(ep->gpu, be);
+  if (!st && !k->done) st = fbx_backend_event_create(be, &k->done);
+  if (!st) st = fbx_backend_event_record(be, k->done);
+  fbx_status *s2 = be->vt->set_stream(be, NULL);
+  pthread_mutex_unlock(&ep->stream_mu);
+  if (st) fbx_status_free(s2);
+  else st = s2;
+  return st;
+}
+
 static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
   size_t nin = 0;
   FBX_ORT_TRY(FBX_ORT->KernelContext_GetInputCount(kctx, &nin));
@@ -137,18 +169,29 @@ static fbx_status *compute(fbx_ep_kernel *k, OrtKernelContext *kctx) {
   fbx_trace_session_bind(k->ep->trace);
   bool traced = fbx_trace_enabled();
   uint64_t t0 = traced ? fbx_trace_now_ns() : 0;
-  fbx_ir_run_report r;
+  fbx_exec_run_report r;
   const fbx_ep_gpu *gpu = k->ep->gpu;
   out_ctx oc = {.kctx = kctx, .k = k, .gpu = gpu};
-  pthread_mutex_lock(&k->mu);
+  /* ORT's stream: given when the session runs on our GPU (the factory is stream aware), its
+   * handle is one of our streams' (ep_stream.c) */
+  void *native = NULL;
   fbx_status *st = NULL;
+  if (gpu && k->ep->opt.ort_stream && fbx_backend_has_streams(k->ep->backend)) {
+    OrtStatus *os = FBX_ORT->KernelContext_GetGPUComputeStream(kctx, &native);
+    if (os) st = fbx_ep_status_from_ort(os, "KernelContext_GetGPUComputeStream");
+  }
+  pthread_mutex_lock(&k->mu);
   for (size_t i = 0; i < nin && !st; i++)
     st = wrap_input(gpu, kctx, i, k->input_desc[i], &k->inputs[i], &k->input_dev[i]);
-  fbx_ir_run_io io = {.input_on_device = k->input_dev, .outputs_on_device = gpu != NULL};
-  if (!st) st = fbx_ir_compiled_run_io(k->compiled, k->inputs, k->n_inputs, &io, bind_output, &oc, &r);
+  fbx_exec_run_io io = {.input_on_device = k->input_dev, .outputs_on_device = gpu != NULL};
+  if (!st && native) st = run_on_stream(k, native, &io, &oc, &r);
+  else if (!st) st = fbx_exec_compiled_run_io(k->compiled, k->inputs, k->n_inputs, &io, bind_output, &oc, &r);
   pthread_mutex_unlock(&k->mu);
   uint64_t t1 = traced ? fbx_trace_now_ns() : 0;
-  if (!st) trace_run(k, &r, t0, t1);
+  if (!st) {
+    trace_run(k, &r, t0, t1);
+    if (native) fbx_trace_session_stream_run(k->ep->trace);
+  }
   fbx_trace_session_bind(NULL);
   return st;
 }

@@ -12,6 +12,16 @@
 
 static const char *ORT_API_CALL ep_get_name(const OrtEp *this_ptr) { return FBX_EP_NAME; }
 
+/* The session's stream for one GPU memory ORT uses: a stream of that GPU when the session runs
+ * there, else (the session runs on the CPU, but was given a GPU OrtEpDevice too) a host stream
+ * that queues nothing: ORT insists on a stream per GPU memory info it knows. */
+static OrtStatus *ORT_API_CALL ep_create_sync_stream(OrtEp *this_ptr, const OrtMemoryDevice *md,
+                                                     OrtSyncStreamImpl **stream) {
+  fbx_ep *ep = (fbx_ep *)this_ptr;
+  fbx_ep_gpu *g = fbx_ep_factory_gpu_of_memory(ep->factory, md);
+  return fbx_ep_status_to_ort(fbx_ep_stream_create(g && g == ep->gpu ? g : NULL, stream));
+}
+
 static OrtStatus *ORT_API_CALL ep_create_profiler(OrtEp *this_ptr, OrtEpProfilerImpl **out) {
   return fbx_ep_profiler_create(FBX_ORT, FBX_ORT_EP, ((fbx_ep *)this_ptr)->trace, out);
 }
@@ -130,6 +140,7 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, cons
     fbx_free(ep);
     return st;
   }
+  pthread_mutex_init(&ep->stream_mu, NULL);
   ep->trace = fbx_trace_session_create(FBX_EP_NAME);
   OrtEp *b = &ep->base;
   b->ort_version_supported = ORT_API_VERSION;
@@ -140,7 +151,8 @@ fbx_status *fbx_ep_create(fbx_ep_factory *f, fbx_ep_gpu *gpu, bool has_cpu, cons
   /* ORT's own profiler: our spans land in ORT's profile JSON (src/ep/ep_profiler.c). */
   b->CreateProfiler = ep_create_profiler;
   b->GetDefaultMemoryDevice = ep_get_default_memory_device;
-  /* Everything else optional stays NULL (NCHW layout; allocators come from the factory; no streams). */
+  b->CreateSyncStreamForDevice = ep_create_sync_stream; /* asked only when the factory is stream aware */
+  /* Everything else optional stays NULL (NCHW layout; allocators come from the factory). */
   *out = ep;
   return NULL;
 }
@@ -151,5 +163,6 @@ void fbx_ep_destroy(fbx_ep *ep) {
   fbx_trace_session_destroy(ep->trace); /* prints the summary when tracing is on */
   fbx_backend_destroy(ep->backend);
   fbx_backend_destroy(ep->host_backend);
+  pthread_mutex_destroy(&ep->stream_mu);
   fbx_free(ep);
 }

@@ -15,10 +15,32 @@ static const char *ORT_API_CALL factory_get_name(const OrtEpFactory *this_ptr) {
 static const char *ORT_API_CALL factory_get_vendor(const OrtEpFactory *this_ptr) { return FBX_EP_VENDOR; }
 static const char *ORT_API_CALL factory_get_version(const OrtEpFactory *this_ptr) { return FBX_EP_VERSION; }
 static uint32_t ORT_API_CALL factory_get_vendor_id(const OrtEpFactory *this_ptr) { return 0; }
-/* Not stream aware: Compute synchronises once at its end, and the data transfer copies
- * synchronously. An OrtSyncStreamImpl needs the backend to create and adopt native streams
- * (a cudaStream_t), which the backend table does not offer yet (set_stream is NULL on CUDA). */
-static bool ORT_API_CALL factory_is_stream_aware(const OrtEpFactory *this_ptr) { return false; }
+/* Stream aware when there is a GPU: ORT then asks us (CreateSyncStreamForDevice, the OrtEp's
+ * first) for a stream per GPU memory it uses, hands it to Compute and to the notifications
+ * that order its copies, and Flushes it at the end of each Run (ep_stream.c). */
+static bool ORT_API_CALL factory_is_stream_aware(const OrtEpFactory *this_ptr) {
+  return ((const fbx_ep_factory *)this_ptr)->n_gpus > 0;
+}
+
+fbx_ep_gpu *fbx_ep_factory_gpu_of_memory(fbx_ep_factory *f, const OrtMemoryDevice *md) {
+  for (int g = 0; md && g < f->n_gpus; g++)
+    if (FBX_ORT_EP->MemoryDevice_AreEqual(md, f->gpus[g].md_device) ||
+        FBX_ORT_EP->MemoryDevice_AreEqual(md, f->gpus[g].md_pinned))
+      return &f->gpus[g];
+  return NULL;
+}
+
+/* A stream outside a session (CreateSyncStreamForEpDevice, or ORT for a session whose OrtEp
+ * left CreateSyncStreamForDevice NULL): on the GPU whose memory md is. */
+static OrtStatus *ORT_API_CALL factory_create_sync_stream(OrtEpFactory *this_ptr, const OrtMemoryDevice *md,
+                                                          const OrtKeyValuePairs *stream_options,
+                                                          OrtSyncStreamImpl **stream) {
+  (void)stream_options; /* none defined */
+  *stream = NULL;
+  fbx_ep_gpu *g = fbx_ep_factory_gpu_of_memory((fbx_ep_factory *)this_ptr, md);
+  if (!g) return fbx_ep_status_to_ort(FBX_ERR_ARG("Fusebox: CreateSyncStreamForDevice: not a memory of Fusebox's GPUs"));
+  return fbx_ep_status_to_ort(fbx_ep_stream_create(g, stream));
+}
 
 /* One OrtEpDevice for hw, with our metadata (gpu: which GPU, or NULL for the CPU). */
 static OrtStatus *make_ep_device(fbx_ep_factory *f, const OrtHardwareDevice *hw, fbx_ep_gpu *gpu, OrtEpDevice **out) {
@@ -232,8 +254,9 @@ fbx_status *fbx_ep_factory_create(const char *registration_name, const OrtLogger
   b->ReleaseAllocator = factory_release_allocator;
   b->CreateDataTransfer = factory_create_data_transfer;
   b->IsStreamAware = factory_is_stream_aware;
-  /* Everything else stays NULL: optional in the ABI (no streams, no compiled-model
-   * compatibility, no custom op domains). */
+  b->CreateSyncStreamForDevice = factory_create_sync_stream;
+  /* Everything else stays NULL: optional in the ABI (no compiled-model compatibility,
+   * no custom op domains). */
   *out = f;
   return NULL;
 }

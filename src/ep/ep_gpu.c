@@ -16,6 +16,8 @@ fbx_status *fbx_ep_gpu_init(fbx_ep_gpu *g, fbx_ep_gpu_kind kind, int ordinal) {
   g->kind = kind;
   g->ordinal = ordinal;
   pthread_mutex_init(&g->mu, NULL);
+  pthread_mutex_init(&g->order_mu, NULL);
+  pthread_mutex_init(&g->dt_mu, NULL);
   uint32_t vendor = kind == FBX_EP_GPU_SIM ? FBX_EP_VENDOR_SIM : FBX_EP_VENDOR_NVIDIA;
   const char *label = kind == FBX_EP_GPU_SIM ? "GpuSim" : "Cuda";
   char name[64], pname[64];
@@ -39,11 +41,14 @@ fbx_status *fbx_ep_gpu_init(fbx_ep_gpu *g, fbx_ep_gpu_kind kind, int ordinal) {
 }
 
 void fbx_ep_gpu_fini(fbx_ep_gpu *g) {
+  if (g->tail) fbx_backend_event_destroy(g->be, g->tail);
   fbx_backend_destroy(g->be);
   if (g->mem_device) FBX_ORT->ReleaseMemoryInfo(g->mem_device);
   if (g->mem_pinned) FBX_ORT->ReleaseMemoryInfo(g->mem_pinned);
   if (g->hw_owned) FBX_ORT_EP->ReleaseHardwareDevice(g->hw_owned);
   pthread_mutex_destroy(&g->mu);
+  pthread_mutex_destroy(&g->order_mu);
+  pthread_mutex_destroy(&g->dt_mu);
   memset(g, 0, sizeof *g);
 }
 

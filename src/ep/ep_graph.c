@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../base/alloc.h"
+#include "../onnx/onnx_rank.h"
 
 /* ---------------------------------------------------------------- builder -- */
 
@@ -13,7 +14,10 @@ typedef struct builder {
   int cap_values;              /* upper bound computed up front */
   int *slots; unsigned mask;   /* name hash -> value index + 1 (0 = empty) */
   const char **op_domains; int64_t *op_versions; size_t n_opsets;
+  bool body;                   /* a body graph: its outer values become graph inputs */
 } builder;
+
+static fbx_status *describe(const OrtGraph *graph, const OrtNode *fused, bool body, fbx_ep_graph *d);
 
 static unsigned hash_str(const char *s) {
   unsigned h = 2166136261u;
@@ -129,6 +133,9 @@ static fbx_status *value_get(builder *b, const OrtValueInfo *vi, int *idx) {
   v->name = fbx_arena_strdup(b->a, name);
   if (!v->name) return FBX_ERR_OOM();
   FBX_TRY(fill_type(b, vi, v));
+  bool outer = false;
+  FBX_ORT_TRY(FBX_ORT->ValueInfo_IsFromOuterScope(vi, &outer));
+  v->is_outer = outer;
   bool is_const = false;
   FBX_ORT_TRY(FBX_ORT->ValueInfo_IsConstantInitializer(vi, &is_const));
   if (is_const) {
@@ -269,6 +276,56 @@ static int opset_of(const builder *b, const char *domain, int since_version) {
   return since_version;
 }
 
+/* Body graphs of node on (ns of them) described into b->d->subs, and the
+ * node's implicit inputs (the outer values they read). */
+static fbx_status *read_bodies(builder *b, const OrtNode *on, size_t ns, fbx_onnx_node *n) {
+  fbx_ep_graph *d = b->d;
+  size_t nimp = 0;
+  FBX_ORT_TRY(FBX_ORT->Node_GetNumImplicitInputs(on, &nimp));
+  const OrtGraph **sg = fbx_arena_alloc(b->a, (ns + 1) * sizeof *sg);
+  const char **an = fbx_arena_alloc(b->a, (ns + 1) * sizeof *an);
+  const char **names = fbx_arena_alloc(b->a, (ns + 1) * sizeof *names);
+  const fbx_onnx_graph **gs = fbx_arena_alloc(b->a, (ns + 1) * sizeof *gs);
+  const OrtValueInfo **vis = fbx_arena_alloc(b->a, (nimp + 1) * sizeof *vis);
+  int *imp = fbx_arena_alloc(b->a, (nimp + 1) * sizeof *imp);
+  if (!sg || !an || !names || !gs || !vis || !imp) return FBX_ERR_OOM();
+  if (nimp) FBX_ORT_TRY(FBX_ORT->Node_GetImplicitInputs(on, vis, nimp));
+  int k = 0;
+  for (size_t i = 0; i < nimp; i++) {
+    int v = -1;
+    FBX_TRY(value_get(b, vis[i], &v));
+    if (v >= 0) imp[k++] = v;
+  }
+  n->implicit = imp;
+  n->n_implicit = k;
+  FBX_ORT_TRY(FBX_ORT->Node_GetSubgraphs(on, sg, ns, an));
+  for (size_t i = 0; i < ns; i++) {
+    if (d->n_subs == d->cap_subs) {
+      int cap = d->cap_subs ? 2 * d->cap_subs : 4;
+      fbx_ep_graph **p = fbx_realloc(d->subs, (size_t)cap * sizeof *p);
+      if (!p) return FBX_ERR_OOM();
+      d->subs = p;
+      d->cap_subs = cap;
+    }
+    fbx_ep_graph *sd = fbx_calloc(1, sizeof *sd);
+    if (!sd) return FBX_ERR_OOM();
+    fbx_status *st = sg[i] ? describe(sg[i], NULL, true, sd) : FBX_ERR("ep graph: node '%s' has a NULL body", n->name);
+    if (st) {
+      fbx_free(sd);
+      return st;
+    }
+    d->subs[d->n_subs++] = sd;
+    FBX_TRY(fbx_onnx_graph_infer_ranks(&sd->g)); /* as its own GetCapability would see it */
+    gs[i] = &sd->g;
+    names[i] = fbx_arena_strdup(b->a, an[i] ? an[i] : "");
+    if (!names[i]) return FBX_ERR_OOM();
+  }
+  n->subgraphs = gs;
+  n->subgraph_names = names;
+  n->n_subgraphs = (int)ns;
+  return NULL;
+}
+
 static fbx_status *read_node(builder *b, const OrtNode *on, fbx_onnx_node *n) {
   const char *s = NULL;
   FBX_ORT_TRY(FBX_ORT->Node_GetName(on, &s));
@@ -316,6 +373,7 @@ static fbx_status *read_node(builder *b, const OrtNode *on, fbx_onnx_node *n) {
   n->n_outputs = (int)no; n->outputs = outs;
   n->n_attrs = (int)na; n->attrs = attrs;
   n->has_subgraph = is_graph || ns > 0;
+  if (ns) st = read_bodies(b, on, ns, n);
 done:
   fbx_free(tmp);
   return st;
@@ -378,10 +436,11 @@ static fbx_status *build(builder *b, const OrtGraph *graph, const OrtNode *fused
   /* Upper bound on distinct values: every reference may be new. */
   size_t cap = n_in + n_out + n_init + f_in + f_out + 1;
   for (size_t i = 0; i < n_nodes; i++) {
-    size_t a = 0, c = 0;
+    size_t a = 0, c = 0, m = 0;
     FBX_ORT_TRY(FBX_ORT->Node_GetNumInputs(nodes[i], &a));
     FBX_ORT_TRY(FBX_ORT->Node_GetNumOutputs(nodes[i], &c));
-    cap += a + c;
+    FBX_ORT_TRY(FBX_ORT->Node_GetNumImplicitInputs(nodes[i], &m));
+    cap += a + c + m;
   }
   if (cap > (1u << 28)) return FBX_ERR("ep graph: too many values (%zu)", cap);
   b->cap_values = (int)cap;
@@ -421,6 +480,23 @@ static fbx_status *build(builder *b, const OrtGraph *graph, const OrtNode *fused
   FBX_TRY(collect_io(b, vis, n_out, false, false, &idx, &n));
   if (!fused) { g->outputs = idx; g->n_outputs = n; }
 
+  if (b->body) { /* a body's non-constant outer values: inputs after its own, in order of first use */
+    int n_outer = 0;
+    for (int i = 0; i < g->n_values; i++) n_outer += g->values[i].is_outer && !g->values[i].is_initializer;
+    int *in2 = fbx_arena_alloc(b->a, (size_t)(g->n_inputs + n_outer + 1) * sizeof(int));
+    if (!in2) return FBX_ERR_OOM();
+    if (g->n_inputs) memcpy(in2, g->inputs, (size_t)g->n_inputs * sizeof(int));
+    int k = g->n_inputs;
+    for (int i = 0; i < g->n_values; i++) {
+      fbx_onnx_value *val = &g->values[i];
+      if (!val->is_outer || val->is_initializer || val->is_graph_input) continue;
+      val->is_graph_input = true;
+      in2[k++] = i;
+    }
+    g->inputs = in2;
+    g->n_inputs = k;
+  }
+
   if (fused) { /* the order Compute sees */
     for (int i = 0; i < g->n_values; i++) g->values[i].is_graph_input = g->values[i].is_graph_output = false;
     if (f_in) FBX_ORT_TRY(FBX_ORT->Node_GetInputs(fused, vis, f_in));
@@ -452,12 +528,50 @@ static fbx_status *build(builder *b, const OrtGraph *graph, const OrtNode *fused
   return st;
 }
 
-fbx_status *fbx_ep_graph_build(const OrtGraph *graph, const OrtNode *fused_node, fbx_ep_graph *d) {
+static fbx_status *describe(const OrtGraph *graph, const OrtNode *fused, bool body, fbx_ep_graph *d) {
   memset(d, 0, sizeof *d);
   d->arena = fbx_arena_create(64 * 1024);
   if (!d->arena) return FBX_ERR_OOM();
+  builder b = {.d = d, .a = d->arena, .body = body};
+  fbx_status *st = build(&b, graph, fused);
+  fbx_free(b.slots);
+  if (st) fbx_ep_graph_free(d);
+  return st;
+}
+
+fbx_status *fbx_ep_graph_build(const OrtGraph *graph, const OrtNode *fused_node, fbx_ep_graph *d) {
+  return describe(graph, fused_node, false, d);
+}
+
+/* The one-node description (fbx_ep_graph_build_node). */
+static fbx_status *build_node(builder *b, const OrtNode *on) {
+  fbx_onnx_graph *g = &b->d->g;
+  size_t ni = 0, no = 0, nm = 0;
+  FBX_ORT_TRY(FBX_ORT->Node_GetNumInputs(on, &ni));
+  FBX_ORT_TRY(FBX_ORT->Node_GetNumOutputs(on, &no));
+  FBX_ORT_TRY(FBX_ORT->Node_GetNumImplicitInputs(on, &nm));
+  size_t cap = ni + no + nm + 1;
+  b->cap_values = (int)cap;
+  g->values = fbx_arena_alloc(b->a, cap * sizeof *g->values);
+  g->nodes = fbx_arena_alloc(b->a, sizeof *g->nodes);
+  b->d->ort_nodes = fbx_arena_alloc(b->a, sizeof *b->d->ort_nodes);
+  unsigned slots = 16;
+  while (slots < 2 * cap) slots <<= 1;
+  b->slots = fbx_calloc(slots, sizeof(int));
+  b->mask = slots - 1;
+  if (!g->values || !g->nodes || !b->d->ort_nodes || !b->slots) return FBX_ERR_OOM();
+  b->d->ort_nodes[0] = on;
+  FBX_TRY(read_node(b, on, &g->nodes[0]));
+  g->n_nodes = 1;
+  return NULL;
+}
+
+fbx_status *fbx_ep_graph_build_node(const OrtNode *node, fbx_ep_graph *d) {
+  memset(d, 0, sizeof *d);
+  d->arena = fbx_arena_create(16 * 1024);
+  if (!d->arena) return FBX_ERR_OOM();
   builder b = {.d = d, .a = d->arena};
-  fbx_status *st = build(&b, graph, fused_node);
+  fbx_status *st = build_node(&b, node);
   fbx_free(b.slots);
   if (st) fbx_ep_graph_free(d);
   return st;
@@ -465,6 +579,11 @@ fbx_status *fbx_ep_graph_build(const OrtGraph *graph, const OrtNode *fused_node,
 
 void fbx_ep_graph_free(fbx_ep_graph *d) {
   if (!d) return;
+  for (int i = 0; i < d->n_subs; i++) {
+    fbx_ep_graph_free(d->subs[i]);
+    fbx_free(d->subs[i]);
+  }
+  fbx_free(d->subs);
   for (int i = 0; i < d->n_owned; i++) FBX_ORT->ReleaseValue(d->owned[i]);
   fbx_free(d->owned);
   fbx_arena_destroy(d->arena);

@@ -78,7 +78,11 @@ typedef struct fbx_ep_gpu {
                                           released with the factory; else NULL */
   fbx_ep_allocator alloc_device, alloc_pinned;
   pthread_mutex_t mu;                  /* guards be's creation */
-  fbx_backend *be;                     /* owned, made on first use: allocations and data transfer */
+  fbx_backend *be;                     /* owned, made on first use: allocations, data transfer, ORT's streams */
+  pthread_mutex_t order_mu;            /* guards tail */
+  pthread_mutex_t dt_mu;               /* the data transfer binds be to ORT's stream for a copy: one at a time */
+  fbx_backend_event *tail;             /* owned (be's), made on first use: marks everything the EP enqueued on this
+                                          GPU so far, on any queue (ep_stream.c, "ordering") */
 } fbx_ep_gpu;
 
 /* The GPU's own backend (made on first use; NULL + status on failure). */
@@ -93,6 +97,29 @@ void fbx_ep_gpu_fini(fbx_ep_gpu *g);
 const char *fbx_ep_gpu_kind_name(fbx_ep_gpu_kind k);
 #define FBX_EP_META_DEVICE "fusebox.device"
 #define FBX_EP_META_DEVICE_ID "fusebox.device_id"
+
+/* ---- ORT's streams on our GPUs (ep_stream.c) ----
+ * Ordering: ORT may run sessions on several streams of one GPU and copies on
+ * the GPU's own queue, and freed device buffers are reused by any of them.
+ * Every piece of work the EP enqueues on a GPU (a Compute on ORT's stream, a
+ * data transfer) first waits for the GPU's tail event (device side) and at
+ * its end re-records it on its queue, so the EP's work on one GPU is one
+ * chain in enqueue order, without host waits. */
+typedef struct fbx_ep_stream {
+  OrtSyncStreamImpl base;     /* first */
+  fbx_ep_gpu *gpu;            /* borrowed (factory-owned); NULL: a host stream, for a session that runs on the CPU
+                                 (ORT asks for one per GPU memory info it was given): no handle, nothing queued */
+  fbx_backend_stream *s;      /* owned by gpu->be; NULL with gpu */
+} fbx_ep_stream;
+
+/* A new stream on g (NULL: a host stream). Released by ORT through its Release. */
+fbx_status *fbx_ep_stream_create(fbx_ep_gpu *g, OrtSyncStreamImpl **out);
+/* Later work on be's bound queue follows everything the EP enqueued on g before. */
+fbx_status *fbx_ep_gpu_order_before(fbx_ep_gpu *g, fbx_backend *be);
+/* Later work on g (any queue) follows everything on be's bound queue so far. */
+fbx_status *fbx_ep_gpu_order_after(fbx_ep_gpu *g, fbx_backend *be);
+/* The stream's native handle when it is one of ours on g, else NULL. */
+fbx_backend_stream *fbx_ep_stream_of(OrtSyncStream *stream, const fbx_ep_gpu *g);
 
 void fbx_ep_allocator_init(fbx_ep_allocator *a, fbx_ep_gpu *g, fbx_buft type, const OrtMemoryInfo *info);
 
@@ -114,6 +141,8 @@ typedef struct fbx_ep_factory {
   fbx_ep_data_transfer dt;
 } fbx_ep_factory;
 
+/* The GPU whose DEFAULT or HOST_ACCESSIBLE memory md is, or NULL. */
+fbx_ep_gpu *fbx_ep_factory_gpu_of_memory(fbx_ep_factory *f, const OrtMemoryDevice *md);
 /* The GPU that an OrtEpDevice's metadata (FBX_EP_META_*) names, or NULL (the CPU). */
 fbx_ep_gpu *fbx_ep_factory_gpu_of(fbx_ep_factory *f, const OrtKeyValuePairs *ep_metadata);
 
@@ -132,6 +161,7 @@ typedef struct fbx_ep {
   fbx_ep_gpu *gpu;            /* borrowed from the factory: the session's GPU OrtEpDevice, or NULL (CPU device) */
   const OrtLogger *logger;
   int n_compiled;             /* fused subgraphs compiled so far (names) */
+  pthread_mutex_t stream_mu;  /* a Compute on ORT's stream binds it to backend for its whole run (ep_compute.c) */
 } fbx_ep;
 
 /* gpu: the GPU among the OrtEpDevices the session was given, or NULL; has_cpu: the CPU one is among
@@ -157,7 +187,7 @@ void ORT_API_CALL fbx_ep_release_node_compute_infos(OrtEp *this_ptr, OrtNodeComp
 typedef struct fbx_ep_kernel {
   OrtNodeComputeInfo base;    /* first */
   fbx_ep *ep;                 /* borrowed: the OrtEp outlives its compute infos */
-  fbx_ir_compiled *compiled;  /* owned */
+  fbx_exec_compiled *compiled;  /* owned */
   char *name;                 /* owned: fused node name */
   int n_nodes;                /* ONNX nodes fused (trace args) */
   int n_inputs, n_outputs;    /* as ORT passes them to Compute */
@@ -166,6 +196,9 @@ typedef struct fbx_ep_kernel {
   char **input_desc;          /* owned, (n_inputs): "'<value>' (read by node '<name>' (<op>))", for errors */
   pthread_mutex_t mu;         /* Compute may be called concurrently */
   bool mu_ready;              /* mu initialised (destroy only then) */
+  fbx_backend_event *done;    /* owned (ep->backend's), made by the first Compute on ORT's stream: recorded at
+                                 the end of each such run; the next one waits for it on the host before it
+                                 rewrites the plan's host staging buffers (immediate once ORT flushed the stream) */
 } fbx_ep_kernel;
 
 OrtStatus *ORT_API_CALL fbx_ep_kernel_create_state(OrtNodeComputeInfo *this_ptr,

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit, tf32"
+#define FBX_EP_OPTION_KEYS "device, device_id, threads, compile, cache_limit, tf32, ort_stream"
 
 void fbx_ep_options_default(fbx_ep_options *o) {
   o->device = FBX_EP_DEVICE_CPU;
@@ -14,6 +14,7 @@ void fbx_ep_options_default(fbx_ep_options *o) {
   o->compile = true;
   o->cache_limit = 16;
   o->tf32 = false;
+  o->ort_stream = true;
   o->device_set = o->device_id_set = false;
 }
 
@@ -71,6 +72,10 @@ fbx_status *fbx_ep_options_set(fbx_ep_options *o, const char *key, const char *v
     if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->tf32 = true;
     else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->tf32 = false;
     else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'tf32' (accepted: on, off)", value);
+  } else if (strcmp(key, "ort_stream") == 0) {
+    if (strcasecmp(value, "on") == 0 || strcmp(value, "1") == 0) o->ort_stream = true;
+    else if (strcasecmp(value, "off") == 0 || strcmp(value, "0") == 0) o->ort_stream = false;
+    else return FBX_ERR_ARG("Fusebox: bad value '%s' for EP option 'ort_stream' (accepted: on, off)", value);
   } else {
     return FBX_ERR_ARG("Fusebox: unknown EP option '%s' (accepted: " FBX_EP_OPTION_KEYS ")", key);
   }

@@ -24,6 +24,9 @@ typedef struct fbx_ep_options {
   bool compile;           /* "on" (default) | "off": off = always eager */
   int cache_limit;        /* 1..FBX_EP_CACHE_LIMIT_MAX, default 16: plans cached per fused subgraph */
   bool tf32;              /* "on" | "off" (default): TF32 tensor cores for fp32 GEMMs on cuda */
+  bool ort_stream;        /* "on" (default) | "off": on a GPU OrtEpDevice, Compute runs on the stream ORT gives it
+                             and leaves the wait to ORT; off: on Fusebox's own queue, waited for at the end of
+                             every Compute (the behaviour before streams; for A/B measurements) */
   bool device_set;        /* the host gave 'device' (else the OrtEpDevice decides: ep_ep.c) */
   bool device_id_set;     /* the host gave 'device_id' */
 } fbx_ep_options;

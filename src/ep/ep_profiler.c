@@ -1,14 +1,22 @@
-/* OrtEpProfilerImpl over the trace module's profiler store (src/trace/trace_profiler.h). */
+/* OrtEpProfilerImpl over the trace module's profiler store (src/trace/trace_profiler.h).
+ *
+ * Linking: StartEvent/StopEvent keep, per thread, ORT's open events in the
+ * store, so each of our events (CPU spans on the thread that runs Compute,
+ * device records through the eval they belong to) knows the ORT event it ran
+ * inside; EndProfiling gives it the args ort_event_correlation_id and
+ * parent_name (that event's name: "<fused node>_kernel_time" for the fused
+ * node's run), besides its place on the timeline. */
 #include "ep_profiler.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../base/alloc.h"
 #include "../trace/trace_profiler.h"
 
-enum { BATCH = 256, MAX_ARGS = 33 };
+enum { BATCH = 256, MAX_ARGS = 35 };
 
 typedef struct fbx_ep_profiler {
   OrtEpProfilerImpl base; /* first: ORT's pointer is ours */
@@ -43,6 +51,16 @@ static void visit(void *ctx, const fbx_trace_prof_event *ev) {
   size_t n = 0;
   keys[n] = "fbx_cat";
   vals[n++] = ev->cat;
+  char corr[24];
+  if (ev->parent) { /* the ORT event it ran inside */
+    snprintf(corr, sizeof corr, "%llu", (unsigned long long)ev->parent);
+    keys[n] = "ort_event_correlation_id";
+    vals[n++] = corr;
+    if (ev->parent_name) {
+      keys[n] = "parent_name";
+      vals[n++] = ev->parent_name;
+    }
+  }
   for (int i = 0; i < ev->n_args && n < MAX_ARGS; i++) {
     keys[n] = ev->keys[i];
     vals[n++] = ev->values[i];
@@ -75,6 +93,28 @@ static OrtStatus *ORT_API_CALL prof_start(OrtEpProfilerImpl *this_ptr, int64_t o
   return NULL;
 }
 
+static OrtStatus *ORT_API_CALL prof_event_start(OrtEpProfilerImpl *this_ptr, uint64_t ort_event_correlation_id) {
+  fbx_ep_profiler *p = (fbx_ep_profiler *)this_ptr;
+  if (p->started) fbx_trace_profiler_parent_push(ort_event_correlation_id);
+  return NULL;
+}
+
+static OrtStatus *ORT_API_CALL prof_event_stop(OrtEpProfilerImpl *this_ptr, uint64_t ort_event_correlation_id,
+                                               const OrtProfilingEvent *ort_event) {
+  fbx_ep_profiler *p = (fbx_ep_profiler *)this_ptr;
+  if (!p->started) return NULL;
+  const char *name = NULL;
+  if (ort_event && p->ep_api->ProfilingEvent_GetName) {
+    OrtStatus *st = p->ep_api->ProfilingEvent_GetName(ort_event, &name);
+    if (st) {
+      p->api->ReleaseStatus(st);
+      name = NULL;
+    }
+  }
+  fbx_trace_profiler_parent_pop(ort_event_correlation_id, name);
+  return NULL;
+}
+
 static OrtStatus *ORT_API_CALL prof_end(OrtEpProfilerImpl *this_ptr, OrtProfilingEventsContainer *container) {
   fbx_ep_profiler *p = (fbx_ep_profiler *)this_ptr;
   if (!p->started) return NULL;
@@ -94,8 +134,8 @@ OrtStatus *fbx_ep_profiler_create(const OrtApi *api, const OrtEpApi *ep_api, fbx
   p->base.ort_version_supported = ORT_API_VERSION;
   p->base.Release = prof_release;
   p->base.StartProfiling = prof_start;
-  p->base.StartEvent = NULL; /* optional: ORT's event stack is not needed */
-  p->base.StopEvent = NULL;
+  p->base.StartEvent = prof_event_start; /* ORT's open events: the link of ours to them */
+  p->base.StopEvent = prof_event_stop;
   p->base.EndProfiling = prof_end;
   p->api = api;
   p->ep_api = ep_api;

@@ -11,11 +11,12 @@
  *     run's inputs on shape-keyed plans, else static graph dims);
  *   - every other input of e is produced before the conv (order of steps);
  *   - the backend says it applies epilogues for this node (supports_epilogue).
- * CONV_INT (int32 output) takes an epilogue too: its program starts from the int32
- * accumulators (a Cast to float first, as quantize_dynamic's ConvInteger -> Cast -> Mul -> Add).
- * The conv node then gets inputs (X, W, B or NONE, other program inputs...) (CONV_INT:
- * (X, W, x_zp or NONE, w_zp or NONE, other program inputs...)),
- * params.conv.epilogue/epilogue_reg, and writes e's output; e becomes dead. */
+ * CONV_INT and MATMUL_INT (int32 outputs) take an epilogue too: the program starts from the
+ * int32 accumulators (a Cast to float first, as quantize_dynamic's ConvInteger / MatMulInteger ->
+ * Cast -> Mul -> Add). The conv node then gets inputs (X, W, B or NONE, other program inputs...)
+ * (CONV_INT / MATMUL_INT: (X, W, zp or NONE, zp or NONE, other program inputs...)),
+ * params.conv.epilogue/epilogue_reg (MATMUL_INT: params.matmul's), and writes e's output; e
+ * becomes dead. */
 #include <string.h>
 
 #include "../base/alloc.h"
@@ -62,35 +63,8 @@ static void fbx__epi_shapes(fbx__epi_ctx *c, bool use_inputs, const fbx_tensor *
       memcpy(c->sh[v].dims, inputs[i].dims, sizeof c->sh[v].dims);
       c->known[v] = true;
     }
-  for (int nid = 0; nid < g->n_nodes; nid++) {
-    if (c->dead[nid]) continue;
-    const fbx_ir_node *n = &g->nodes[nid];
-    fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
-    bool ok = n->n_inputs <= FBX_IR_MAX_INPUTS && n->n_outputs <= FBX_IR_MAX_OUTPUTS;
-    for (int i = 0; i < n->n_inputs && ok; i++) {
-      int v = n->inputs[i];
-      if (v == FBX_IR_NONE) {
-        memset(&in[i], 0, sizeof in[i]);
-        in[i].rank = -1;
-        continue;
-      }
-      ok = c->known[v];
-      in[i] = c->sh[v];
-    }
-    if (!ok) continue;
-    memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
-    fbx_status *st = fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs);
-    if (st) {
-      fbx_status_free(st);
-      continue;
-    }
-    for (int o = 0; o < n->n_outputs; o++) {
-      int v = n->outputs[o];
-      c->sh[v] = out[o];
-      c->sh[v].data = NULL;
-      c->known[v] = true;
-    }
-  }
+  for (int nid = 0; nid < g->n_nodes; nid++)
+    if (!c->dead[nid]) fbx_ir_infer_node_known(&g->nodes[nid], c->sh, c->known);
 }
 
 static bool fbx__epi_same_shape(const fbx_tensor *a, const fbx_tensor *b) {
@@ -221,22 +195,28 @@ static fbx_status *fbx__epi_rewrite(fbx__epi_ctx *c, int nid, int out_v, const f
   fbx_ir_graph *g = c->g;
   fbx_ir_node *n = &g->nodes[nid];
   fbx_ir_ew_program *pg = fbx_ir_graph_alloc(g, sizeof(*pg));
-  int n_in = (n->op == FBX_IR_OP_CONV_INT ? 4 : 3) + acc->prog.n_inputs - 1;
+  bool qint = n->op == FBX_IR_OP_CONV_INT || n->op == FBX_IR_OP_MATMUL_INT;
+  int n_in = (qint ? 4 : 3) + acc->prog.n_inputs - 1;
   int *ins = fbx_ir_graph_alloc(g, sizeof(int) * (size_t)n_in);
   int *outs = fbx_ir_graph_alloc(g, sizeof(int));
   if (!pg || !ins || !outs) return FBX_ERR_OOM();
   *pg = acc->prog;
   pg->in_dtypes[0] = g->values[n->outputs[0]].dtype;
-  /* fixed inputs: (X, W, B) for CONV / CONV_TRANSPOSE, (X, W, x_zp, w_zp) for CONV_INT */
-  int nfix = n->op == FBX_IR_OP_CONV_INT ? 4 : 3;
+  /* fixed inputs: (X, W, B) for CONV / CONV_TRANSPOSE, (X, W, x_zp, w_zp) for CONV_INT / MATMUL_INT */
+  int nfix = qint ? 4 : 3;
   for (int i = 0; i < nfix; i++) ins[i] = i < n->n_inputs ? n->inputs[i] : FBX_IR_NONE;
   for (int e = 1, k = nfix; e < acc->prog.n_inputs; e++) ins[k++] = acc->ext[e];
   outs[0] = out_v;
   n->inputs = ins;
   n->n_inputs = n_in;
   n->outputs = outs;
-  n->params.conv.epilogue = pg;
-  n->params.conv.epilogue_reg = 0; /* ext[0] is FBX__EPI_SELF */
+  if (n->op == FBX_IR_OP_MATMUL_INT) {
+    n->params.matmul.epilogue = pg;
+    n->params.matmul.epilogue_reg = 0; /* ext[0] is FBX__EPI_SELF */
+  } else {
+    n->params.conv.epilogue = pg;
+    n->params.conv.epilogue_reg = 0;
+  }
   g->values[out_v].producer = nid;
   return NULL;
 }
@@ -247,7 +227,7 @@ fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, 
   bool any = false;
   for (int nid = 0; nid < g->n_nodes && !any; nid++)
     any = !dead[nid] && (g->nodes[nid].op == FBX_IR_OP_CONV || g->nodes[nid].op == FBX_IR_OP_CONV_TRANSPOSE ||
-                         g->nodes[nid].op == FBX_IR_OP_CONV_INT);
+                         g->nodes[nid].op == FBX_IR_OP_CONV_INT || g->nodes[nid].op == FBX_IR_OP_MATMUL_INT);
   if (!any) return NULL;
   size_t nv = (size_t)g->n_values + 1;
   fbx__epi_ctx c = {.g = g, .dead = dead};
@@ -278,9 +258,10 @@ fbx_status *fbx__ir_fuse_epilogue(fbx_ir_graph *g, fbx_backend *be, bool *dead, 
   fbx__epi_shapes(&c, use_inputs, inputs, n_inputs);
   for (int nid = 0; nid < g->n_nodes; nid++) {
     fbx_ir_node *n = &g->nodes[nid];
-    bool qint = n->op == FBX_IR_OP_CONV_INT; /* int32 accumulators, converted by the epilogue */
+    /* int32 accumulators, converted by the epilogue */
+    bool qint = n->op == FBX_IR_OP_CONV_INT || n->op == FBX_IR_OP_MATMUL_INT;
     if (dead[nid] || (n->op != FBX_IR_OP_CONV && n->op != FBX_IR_OP_CONV_TRANSPOSE && !qint)) continue;
-    if (n->n_outputs != 1 || n->n_inputs < 2 || n->n_inputs > (qint ? 4 : 3) || n->params.conv.epilogue) continue;
+    if (n->n_outputs != 1 || n->n_inputs < 2 || n->n_inputs > (qint ? 4 : 3) || fbx_ir_node_epilogue(n, NULL)) continue;
     if (!be->vt->supports_epilogue(be, n)) continue;
     int cur = n->outputs[0];
     if (g->values[cur].dtype != (qint ? FBX_DTYPE_I32 : FBX_DTYPE_F32)) continue;

@@ -6,14 +6,22 @@
  *   begin: the eval's number; activity recording on (FUSEBOX_TRACE: from the
  *          first eval on; capture only: for the captured eval); the eval tag;
  *          cudaProfilerStart for the captured eval;
- *   steps: each traced step tags its work with its trace site (a pointer the
- *          trace owns; the backend sees an opaque number);
+ *   steps: each traced step that enqueues work (not a dry pass) tags it with
+ *          its trace site (a pointer the trace owns; the backend sees an
+ *          opaque number: with CUPTI's callback mode a store, no call);
+ *   graphs: while a segment is captured, the launches of each step are
+ *          counted (activity_counts) into the graph's map of nodes in launch
+ *          order; its launches are tagged with the map, so the trace splits a
+ *          replay's records over the nodes by capture order (trace_gpu.c);
  *   end:   tags cleared; the captured eval stops the profiler, flushes the
  *          activity buffers (the eval is complete: the run synchronised) and
- *          writes the capture file; other evals hand over what the profiling
- *          library already delivered (no flush: it delivers full buffers and
- *          every 100 ms from its own thread, so the hot path does not wait);
- *          the gpu counters are sampled.
+ *          writes the capture file; the gpu counters are sampled. Records are
+ *          handed to the trace on the profiling library's own thread as it
+ *          delivers them (activity_sink: full buffers), which stores each
+ *          binary (a copy; trace_gpu.c formats them at the trace's flush):
+ *          the hot path neither waits for nor formats them. Without a sink,
+ *          each eval's end hands over what was delivered (the old way), a
+ *          copy per record on the eval's thread.
  * NVTX: a "fusebox.eval" range per eval on every backend (FUSEBOX_NVTX, or
  * tracing/capture on) and, on device backends while tracing, one range per
  * node named by its op type, in NVTX's default domain (as trace_nvtx.c). */
@@ -21,6 +29,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
+
+#include "../base/alloc.h"
+#include "../trace/trace_profiler.h"
 
 static int g_recording;                /* activity recording is on (process-wide: the profiler is) */
 static int g_failed;                   /* enabling failed once: not retried, said once */
@@ -33,9 +44,10 @@ typedef struct drain_ctx { int n; } drain_ctx;
 /* A tag is (0x8000 | eval number mod 2^15) << 48 | the site's address
  * (user-space addresses fit in 48 bits on x86-64 and arm64; the top bit
  * keeps a tag of no site non-zero), so one correlation id per launch carries
- * both; 0 = none. The full eval number is recovered from the newest one
- * begun (records are drained within a few evals of their own, far less than
- * 2^15 evals apart). */
+ * both; 0 = none. A graph launch's tag holds its map's address | 1 instead
+ * (sites and maps are malloc'd: bit 0 is free). The full eval number is
+ * recovered from the newest one begun (records are drained within a few
+ * evals of their own, far less than 2^15 evals apart). */
 #define TAG_SITE_MASK ((UINT64_C(1) << 48) - 1)
 static uint64_t g_last_eval; /* the newest eval begun (atomic) */
 
@@ -49,13 +61,18 @@ static uint64_t tag_eval(uint64_t tag) {
   return back < last ? last - back : 0;
 }
 
+static bool cap_account(fbx__gpuobs_eval *e, uint64_t k, uint64_t c);
+static int g_sink;    /* records reach the trace through the backend's sink (exec_gpuobs.c's on_record) */
+
 static void on_record(void *ctx, const fbx_device_activity *r) {
-  ((drain_ctx *)ctx)->n++;
+  if (ctx) ((drain_ctx *)ctx)->n++;
+  uintptr_t v = (uintptr_t)(r->tag & TAG_SITE_MASK);
   fbx_trace_gpu_act a = {.kind = r->kind, .name = r->name, .start_ns = r->start_ns, .end_ns = r->end_ns,
                          .stream = r->stream, .correlation = r->correlation, .eval = tag_eval(r->tag),
-                         .site = (fbx_trace_op_site *)(uintptr_t)(r->tag & TAG_SITE_MASK), .registers = r->registers,
-                         .shared_bytes = r->shared_bytes, .bytes = r->bytes, .copy_kind = r->copy_kind,
-                         .graph = r->graph};
+                         .site = (v & 1) ? NULL : (fbx_trace_op_site *)v,
+                         .map = (v & 1) ? (const fbx_trace_gpu_map *)(v & ~(uintptr_t)1) : NULL,
+                         .registers = r->registers, .shared_bytes = r->shared_bytes, .bytes = r->bytes,
+                         .copy_kind = r->copy_kind, .graph = r->graph};
   for (int i = 0; i < 3; i++) {
     a.grid[i] = r->grid[i];
     a.block[i] = r->block[i];
@@ -86,6 +103,11 @@ static bool recording_on(fbx_backend *be) {
       fbx_status_free(st);
     } else {
       g_recording = 1;
+      if (o->activity_sink) { /* records go to the trace on the profiling library's thread */
+        o->activity_sink(be, on_record, NULL);
+        g_sink = 1;
+      }
+      fbx_trace_gpu_set_mode(o->activity_mode ? o->activity_mode(be) : NULL);
     }
   }
   bool on = g_recording;
@@ -107,6 +129,7 @@ void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
   if (!(f & (FBX_TRACE_F_JSON | FBX_TRACE_F_PROFILER)) && !capture) return; /* capture only, and not this eval */
   e->eval = eval;
   e->capture = capture;
+  if (f & FBX_TRACE_F_PROFILER) fbx_trace_profiler_eval_parent(eval); /* its records' link to ORT's node event */
   bool rec = recording_on(be);
   if (capture && o->profiler_range) {
     fbx_status *st = o->profiler_range(be, true);
@@ -126,8 +149,72 @@ void fbx__gpuobs_node_slow(fbx_backend *be, fbx__gpuobs_eval *e, fbx_trace_op_si
   if (e->nvtx_node) fbx_trace_nvtx_pop();
   e->nvtx_node = site && (fbx_trace_flags() & FBX_TRACE_F_NVTX);
   if (e->nvtx_node) fbx_trace_nvtx_push(fbx_trace_op_site_name(site));
+  if (e->capturing) { /* the launches since the last boundary were the previous node's */
+    uint64_t k = 0, c = 0;
+    if (be->vt->obs->activity_counts(be, &k, &c) && !cap_account(e, k, c)) e->capturing = false;
+    e->cap_site = site;
+  }
   if (!e->tagging || !be->vt->obs->activity_tag) return;
   be->vt->obs->activity_tag(be, tag_make(e->eval, site));
+}
+
+/* Appends n copies of site to *arr (length *len, capacity *cap). false on OOM. */
+static bool cap_push(fbx_trace_op_site ***arr, int64_t *len, int64_t *cap, fbx_trace_op_site *site, uint64_t n) {
+  if (*len + (int64_t)n > *cap) {
+    int64_t nc = *cap ? *cap : 256;
+    while (nc < *len + (int64_t)n) nc *= 2;
+    fbx_trace_op_site **p = fbx_realloc(*arr, sizeof *p * (size_t)nc);
+    if (!p) return false;
+    *arr = p;
+    *cap = nc;
+  }
+  for (uint64_t i = 0; i < n; i++) (*arr)[(*len)++] = site;
+  return true;
+}
+
+/* The counts now are k, c: the launches since the last boundary go to e->cap_site. */
+static bool cap_account(fbx__gpuobs_eval *e, uint64_t k, uint64_t c) {
+  bool ok = cap_push(&e->ks, &e->nk, &e->capk, e->cap_site, k - e->cap_k) &&
+            cap_push(&e->cs, &e->nc, &e->capc, e->cap_site, c - e->cap_c);
+  e->cap_k = k;
+  e->cap_c = c;
+  return ok;
+}
+
+static void cap_free(fbx__gpuobs_eval *e) {
+  fbx_free(e->ks);
+  fbx_free(e->cs);
+  e->ks = e->cs = NULL;
+  e->nk = e->nc = e->capk = e->capc = 0;
+  e->capturing = false;
+}
+
+void fbx__gpuobs_capture_begin(fbx_backend *be, fbx__gpuobs_eval *e) {
+  cap_free(e);
+  const fbx_backend_obs *o = be->vt->obs;
+  uint64_t k = 0, c = 0;
+  if (!e->tagging || !o->activity_counts || !o->activity_counts(be, &k, &c)) return;
+  e->capturing = true;
+  e->cap_site = NULL; /* launches before the first step: no node */
+  e->cap_k = k;
+  e->cap_c = c;
+}
+
+fbx_trace_gpu_map *fbx__gpuobs_capture_end(fbx_backend *be, fbx__gpuobs_eval *e) {
+  fbx_trace_gpu_map *m = NULL;
+  uint64_t k = 0, c = 0;
+  if (e->capturing && be->vt->obs->activity_counts(be, &k, &c) && cap_account(e, k, c))
+    m = fbx_trace_gpu_map_create(e->ks, e->nk, e->cs, e->nc);
+  cap_free(e);
+  return m;
+}
+
+void fbx__gpuobs_graph(fbx_backend *be, fbx__gpuobs_eval *e, const fbx_trace_gpu_map *map) {
+  if (e->nvtx_node) fbx_trace_nvtx_pop();
+  e->nvtx_node = false;
+  if (!e->tagging || !be->vt->obs->activity_tag) return;
+  uint64_t tag = map ? tag_make(e->eval, (const fbx_trace_op_site *)((uintptr_t)map | 1)) : tag_make(e->eval, NULL);
+  be->vt->obs->activity_tag(be, tag);
 }
 
 void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
@@ -146,7 +233,7 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
         g_recording = 0;
         pthread_mutex_unlock(&g_mu);
       }
-    } else {
+    } else if (!g_sink) {
       drain(be, false);
     }
     if (fbx_trace_flags() & FBX_TRACE_F_JSON) {
@@ -164,6 +251,7 @@ void fbx__gpuobs_end_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
     }
   }
   e->eval = 0;
+  cap_free(e); /* an error mid-capture */
   if (e->nvtx_node) fbx_trace_nvtx_pop(); /* the last node's range (an error mid-run skips the clearing tag) */
   e->nvtx_node = false;
   if (e->nvtx) fbx_trace_nvtx_pop();

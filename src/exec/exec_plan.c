@@ -64,6 +64,9 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
     fbx_free(p->segs[k].prev.w);
     fbx_free(p->segs[k].cap.w);
   }
+  if (p->cf)
+    for (int i = 0; i < p->g->n_nodes; i++) fbx__exec_cf_free(p, p->cf[i]);
+  fbx_free(p->cf);
   fbx_free(p->segs);
   fbx_free(p->seg_at);
   fbx_free(p->sig_at);
@@ -199,8 +202,10 @@ static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
       for (int o = 0; o < n->n_outputs; o++) host |= need_host[n->outputs[o]];
       host = host && fbx__ir_host_op_ok(n->op);
       p->host_step[nid] = host;
-      /* append rows' positions too: a delta copy-out reads them on the host */
-      unsigned mask = fbx_ir_op_shape_data_inputs(n->op) | fbx_ir_op_append_data_inputs(n->op);
+      /* append rows' positions too: a delta copy-out to host memory reads them on the host (to
+       * device outputs the kernel writes the rows in place: the positions may stay on the device,
+       * computed there from a device input such as an attention mask, with no read-back) */
+      unsigned mask = fbx_ir_op_shape_data_inputs(n->op) | (p->dev_outputs ? 0u : fbx_ir_op_append_data_inputs(n->op));
       for (int i = 0; i < n->n_inputs; i++) {
         int v = n->inputs[i];
         if (v == FBX_IR_NONE) continue;
@@ -220,7 +225,7 @@ static fbx_status *fbx__ir_plan_host_steps(fbx__ir_plan *p) {
   return NULL;
 }
 
-/* View steps (non-host-visible backends: the CPU path keeps its kernels):
+/* View steps (every backend; on a host-visible one see fbx__ir_plan_views):
  * ops whose output has its input's bytes in the same order. TRANSPOSE is a
  * view only when its perm keeps the order of the dims that are not 1,
  * which the executor checks per run; the plan assumes it may be one. */
@@ -234,13 +239,29 @@ static bool fbx__ir_view_op(fbx_ir_op op) {
   }
 }
 
+static bool fbx__ir_value_in(const int *vals, int n, int v) {
+  for (int i = 0; i < n; i++)
+    if (vals[i] == v) return true;
+  return false;
+}
+
+/* On a host-visible backend (the CPU) too, where the decode step has ~100
+ * Reshapes and size-1 Transposes of a few KiB, each a copy and a dispatch;
+ * there a view neither reads a graph input (a KV buffer the step may append
+ * to in place) nor makes a graph output (written straight into the caller's
+ * buffer, exec_run.c). */
 static void fbx__ir_plan_views(fbx__ir_plan *p) {
   fbx_ir_graph *g = p->g;
+  bool hv = p->be->vt->host_visible;
   for (int s = 0; s < p->n_steps; s++) {
     int nid = p->steps[s];
     const fbx_ir_node *n = &g->nodes[nid];
-    p->view[nid] = fbx__ir_view_op(n->op) && !p->host_step[nid] && n->n_inputs >= 1 && n->n_outputs == 1 &&
-                   n->inputs[0] != FBX_IR_NONE && g->values[n->inputs[0]].dtype == g->values[n->outputs[0]].dtype;
+    p->view[nid] = fbx__ir_view_op(n->op) && !(p->host_step && p->host_step[nid]) && n->n_inputs >= 1 &&
+                   n->n_outputs == 1 && n->inputs[0] != FBX_IR_NONE &&
+                   g->values[n->inputs[0]].dtype == g->values[n->outputs[0]].dtype;
+    if (p->view[nid] && hv)
+      p->view[nid] = !fbx__ir_value_in(g->inputs, g->n_inputs, n->inputs[0]) &&
+                     !fbx__ir_value_in(g->outputs, g->n_outputs, n->outputs[0]);
   }
 }
 
@@ -329,6 +350,49 @@ static void fbx__ir_plan_appends(fbx__ir_plan *p) {
   }
 }
 
+/* Graph-capable backends: the index arithmetic over the graph inputs runs
+ * first. An index step has integer outputs only and reads only constants,
+ * graph inputs and other index steps' results (attention_mask -> ReduceSum
+ * -> Sub -> Cast -> seqlens_k, Shape -> Gather -> total_sequence_length).
+ * That is where a decode's per-token shapes live: the steps that read the
+ * growing mask become dynamic (exec_run.c) and, placed before everything
+ * else, leave the rest of the plan one static stretch, captured as one
+ * graph. Stable (each group keeps its order) and still topological: an
+ * index step depends on index steps alone. Done before slots are assigned. */
+static fbx_status *fbx__ir_plan_index_first(fbx__ir_plan *p) {
+  fbx_ir_graph *g = p->g;
+  bool *idx_val = fbx_calloc((size_t)g->n_values + 1, sizeof(bool));
+  int *order = fbx_malloc(sizeof(int) * (size_t)(p->n_steps + 1));
+  bool *is_idx = fbx_calloc((size_t)p->n_steps + 1, sizeof(bool));
+  if (!idx_val || !order || !is_idx) {
+    fbx_free(idx_val);
+    fbx_free(order);
+    fbx_free(is_idx);
+    return FBX_ERR_OOM();
+  }
+  for (int i = 0; i < g->n_inputs; i++) idx_val[g->inputs[i]] = true;
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].kind == FBX_IR_VALUE_CONST) idx_val[v] = true;
+  for (int s = 0; s < p->n_steps; s++) {
+    const fbx_ir_node *n = &g->nodes[p->steps[s]];
+    bool ok = n->n_outputs > 0;
+    for (int i = 0; i < n->n_inputs && ok; i++) ok = n->inputs[i] == FBX_IR_NONE || idx_val[n->inputs[i]];
+    for (int o = 0; o < n->n_outputs && ok; o++) ok = fbx_dtype_is_int(g->values[n->outputs[o]].dtype);
+    is_idx[s] = ok;
+    for (int o = 0; o < n->n_outputs && ok; o++) idx_val[n->outputs[o]] = true;
+  }
+  int k = 0;
+  for (int s = 0; s < p->n_steps; s++)
+    if (is_idx[s]) order[k++] = p->steps[s];
+  for (int s = 0; s < p->n_steps; s++)
+    if (!is_idx[s]) order[k++] = p->steps[s];
+  memcpy(p->steps, order, sizeof(int) * (size_t)p->n_steps);
+  fbx_free(idx_val);
+  fbx_free(order);
+  fbx_free(is_idx);
+  return NULL;
+}
+
 static bool fbx__ir_graph_has_appends(const fbx_ir_graph *g) {
   for (int nid = 0; nid < g->n_nodes; nid++)
     for (int o = 0; o < g->nodes[nid].n_outputs; o++)
@@ -358,6 +422,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   if (!p) return FBX_ERR_OOM();
   p->be = be;
   p->scope = orig;
+  p->dev_outputs = o->dev_outputs && !be->vt->host_visible;
   fbx_status *st = NULL;
   /* the plan marks append nodes in place per run (fbx_ir_node_in_place_set): its own nodes */
   bool transform = o->fold || o->fuse || fbx__ir_graph_has_appends(orig);
@@ -418,14 +483,21 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
       st = FBX_ERR_OOM();
       goto fail;
     }
+  } else if (!(p->view = fbx_calloc(nn, sizeof(bool)))) {
+    st = FBX_ERR_OOM();
+    goto fail;
   }
   if (o->fold && o->host && (st = fbx__ir_fold(g, o->host, dead, o->fold_shapes, inputs, n_inputs))) goto fail;
+  /* every backend: plans of one graph stay alike across devices (test_ir_device compares them
+   * bit for bit); the CUDA MatMul reads trans_b (cuBLASLt op T; its M=1 "B^T rows" GEMV) */
+  if (o->fuse && (st = fbx__ir_fold_transpose_matmul(g, dead))) goto fail;
   if (o->fuse && (st = fbx__ir_fuse(g, dead, p->fast_names))) goto fail;
   if (o->fuse && (st = fbx__ir_fuse_epilogue(g, be, dead, p->fast_names, o->fold_shapes, inputs, n_inputs)))
     goto fail;
   for (int nid = 0; nid < g->n_nodes; nid++)
     if (!dead[nid]) p->steps[p->n_steps++] = nid;
   if (be->vt->graph_begin) { /* graph segments (exec_run.c) */
+    if ((st = fbx__ir_plan_index_first(p))) goto fail;
     size_t ns = (size_t)p->n_steps + 1;
     p->sig_at = fbx_calloc(ns, sizeof(int));
     p->shape_h = fbx_calloc(ns, sizeof(uint64_t));

@@ -18,6 +18,8 @@ typedef struct fbx__ir_plan_opts {
   bool fuse;          /* elementwise fusion */
   bool prepare;       /* backend node_prepare for nodes with constant inputs */
   bool reuse_slots;   /* liveness-based slot sharing (false: one slot per value) */
+  bool dev_outputs;   /* the first run writes its outputs to device memory (fbx_exec_run_io): an append
+                         output kept in place there needs no host copy of its row positions */
 } fbx__ir_plan_opts;
 
 /* A run's launch signature (exec_run.c): what a device step and an upload
@@ -38,6 +40,7 @@ typedef struct fbx__ir_seg {
   bool off;                  /* never captured again (a capture failed, or too many misses) */
   int misses;                /* replays refused because the work changed */
   fbx_backend_graph *graph;  /* or NULL */
+  struct fbx_trace_gpu_map *obs_map; /* traced: its nodes in capture order (the trace's; exec_gpuobs.h) */
 } fbx__ir_seg;
 
 typedef enum fbx__ir_mode {
@@ -76,15 +79,15 @@ typedef struct fbx__ir_plan {
   fbx_backend *host;                   /* runs the host steps; NULL: shape data is read back instead */
   bool *host_step;                     /* per node id: runs on host (its outputs are shape data, or feed some) */
   bool *need_dev;                      /* per value id: some device step reads it (host values are uploaded) */
-  bool *view;                          /* per node id: a device step whose output may be its input's buffer
+  bool *view;                          /* (every backend) per node id: a step whose output may be its input's buffer
                                           (Reshape/Squeeze/Unsqueeze/Flatten always, Transpose when it only
                                           moves size-1 dims): no kernel, and the input lives as long as it */
   bool *in_dev;                        /* per graph input: uploaded (a device step reads it) */
   void **hdata;                        /* per value id: host copy valid in this run (inputs, constants,
                                           host-step outputs, read-backs), or NULL */
   void **host_ptr; size_t *host_cap;   /* per value id: plan-owned host buffer (host steps, read-backs) */
-  int64_t run_allocs, run_syncs;       /* this run's counters (fbx_ir_run_report allocs / host_syncs) */
-  /* Outputs that may alias an input (fbx_ir_output_fn same_as_input; exec_run.c): */
+  int64_t run_allocs, run_syncs;       /* this run's counters (fbx_exec_run_report allocs / host_syncs) */
+  /* Outputs that may alias an input (fbx_exec_output_fn same_as_input; exec_run.c): */
   int *app_node;                       /* per value id: the node whose append output it is, when it may
                                           be written in place (a graph output whose appended input is a
                                           graph input no other step reads), else -1 */
@@ -95,7 +98,7 @@ typedef struct fbx__ir_plan {
   int *out_alias;                      /*   its same_as_input */
   unsigned char *out_mode;             /*   fbx__ir_out_mode */
   int64_t *out_delta;                  /*   in place on a host-visible backend: the new rows' bytes */
-  const fbx_ir_run_io *io;             /* this run's device-memory inputs/outputs, or NULL (host memory) */
+  const fbx_exec_run_io *io;             /* this run's device-memory inputs/outputs, or NULL (host memory) */
   struct fbx__gpuobs_eval *gobs;       /* this run's GPU observation state (exec_gpuobs.h), or NULL */
   /* Graphs (backends with graph_begin; see exec_run.c): */
   fbx__ir_mode mode;                   /* of the pass in progress */
@@ -111,9 +114,15 @@ typedef struct fbx__ir_plan {
                                           plan whose shapes change never captures; for A/B measurements) */
   int64_t n_runs;                      /* runs with graphs on, so far */
   bool graph_off;                      /* this plan cannot be captured (read-backs) */
+  void **cf;                           /* per node id: LOOP/SCAN run state (exec_control.c), made at the
+                                          node's first run, freed with the plan; NULL until one runs */
+  bool dev_outputs;                    /* built for device-memory outputs (fbx__ir_plan_opts) */
   int64_t run_captures, run_replays;   /* this run's graph counters */
+  int64_t run_invalidated;             /* this run: captured graphs dropped because the backend's graph
+                                          epoch moved (a buffer they used inside was reallocated) */
   /* cache bookkeeping (exec_compiled.c) */
-  fbx_ir_path path;
+  fbx_exec_compiled *owner;              /* the compiled object whose cache holds the plan (its IF branches) */
+  fbx_exec_path path;
   char key[256];
   uint64_t last_used;
 } fbx__ir_plan;
@@ -150,6 +159,16 @@ bool fbx__ir_prep_cache_get(fbx__ir_prep_cache *pc, const fbx_ir_graph *pg, int 
 fbx_status *fbx__ir_node_prepare(fbx_backend *be, const fbx_ir_graph *g, int nid, void *const *dev, void **state,
                                  bool *called);
 
+/* The compiled object of IF branch or LOOP/SCAN body `branch` of c's graph (exec_compiled.c), or NULL. */
+fbx_exec_compiled *fbx__ir_compiled_branch(const fbx_exec_compiled *c, const fbx_ir_graph *branch);
+/* Run IF branch or LOOP/SCAN body c (exec_control.c; host memory). When the
+ * inputs have the dtypes and shapes of c's last run, that run's plan is run
+ * again at once: no input validation, path choice, shape-key string or cache
+ * lookup (the per-iteration cost of a loop, the per-run cost of a branch);
+ * otherwise the run goes the way of fbx_exec_compiled_run. */
+fbx_status *fbx__exec_compiled_run_body(fbx_exec_compiled *c, const fbx_tensor *inputs, int n_inputs,
+                                        fbx_exec_output_fn output_fn, void *output_ctx, fbx_exec_run_report *r);
+
 /* Build a plan for graph g. inputs (the run's inputs) give concrete shapes
  * for fold_shapes. const_bufs[v] (may be NULL) is the compiled object's
  * backend copy of original constant v. prep (may be NULL) supplies shared
@@ -161,9 +180,31 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p);
 /* Frees the plan-owned host buffer of value v (pinned when device steps read v). */
 void fbx__ir_host_free(fbx__ir_plan *p, int v);
 
-/* Run the plan once (see fbx_ir_compiled_run). report counters are added to. */
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
-                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report);
+/* Run the plan once (see fbx_exec_compiled_run). report counters are added to. */
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_exec_run_io *io,
+                             fbx_exec_output_fn output_fn, void *output_ctx, fbx_exec_run_report *report);
+
+/* ---- shared by exec_run.c and exec_control.c ---- */
+/* Grow backend buffer *ptr to need bytes (x1.5, 64-byte rounded); contents are dead. Counted. */
+fbx_status *fbx__ir_buf_ensure(fbx__ir_plan *p, void **ptr, size_t *cap, size_t need);
+/* Node n's input tensors for one step (exec_run.c). */
+fbx_status *fbx__ir_step_inputs(fbx__ir_plan *p, const fbx_ir_node *n, unsigned read_mask, unsigned host_mask,
+                                fbx_tensor *in);
+/* Where output o of step nid is written this run: out->data (shape from *out). */
+fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *out, fbx_exec_output_fn output_fn,
+                                  void *output_ctx);
+/* One traced execution of step nid from t0 to t1. */
+void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in, const fbx_tensor *out, int n_out,
+                        const fbx_kernel_info *info, uint64_t t0, uint64_t t1);
+/* Control-flow steps (exec_control.c), host-visible engines only: IF runs
+ * the branch its condition picks; LOOP and SCAN run their body once per
+ * iteration. Outputs are bound through output_fn like any step's. */
+fbx_status *fbx__exec_run_if(fbx__ir_plan *p, int nid, fbx_exec_output_fn output_fn, void *output_ctx,
+                             uint64_t *clock);
+fbx_status *fbx__exec_run_loop(fbx__ir_plan *p, int nid, fbx_exec_output_fn output_fn, void *output_ctx,
+                               uint64_t *clock);
+/* Frees the LOOP/SCAN state of node nid (NULL is fine). */
+void fbx__exec_cf_free(fbx__ir_plan *p, void *state);
 
 /* Passes over a plan graph (a clone the plan owns). dead[n] marks removed nodes. */
 fbx_status *fbx__ir_fold(fbx_ir_graph *g, fbx_backend *be, bool *dead, bool fold_shapes,

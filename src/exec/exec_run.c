@@ -42,7 +42,15 @@
  * proves the replayed work is exactly what a live run would enqueue. A
  * segment whose words changed (a buffer regrew) runs live and is re-captured
  * once stable again (counted); after FBX__IR_SEG_MISSES such misses it stays
- * live. A plan that needs a shape-data read-back is never captured; a
+ * live. Memory a kernel uses without the executor seeing it (the backend's
+ * scratch and parameter buffers) is covered by the backend's graph epoch,
+ * the last word of every segment: a graph captured before such a buffer was
+ * reallocated is dropped and captured again at once (run_invalidated).
+ * On device outputs, steps that only feed append positions (seqlens_k) stay
+ * on the device, and the index arithmetic over the graph inputs runs first
+ * (exec_plan.c): a GenAI decode is then the live steps that read the growing
+ * attention_mask and one segment replayed per token. A plan that needs a
+ * shape-data read-back is never captured; a
  * segment whose capture failed is not captured again. */
 #include <stdio.h>
 #include <string.h>
@@ -57,7 +65,7 @@ static size_t fbx__ir_tensor_bytes(const fbx_tensor *t) { return fbx_tensor_nbyt
 
 /* Grow a backend buffer geometrically (x1.5, 64-byte rounded); contents are
  * dead. Counted in the run's allocations. */
-static fbx_status *fbx__ir_buf_ensure(fbx__ir_plan *p, void **ptr, size_t *cap, size_t need) {
+fbx_status *fbx__ir_buf_ensure(fbx__ir_plan *p, void **ptr, size_t *cap, size_t need) {
   fbx_backend *be = p->be;
   if (*ptr && *cap >= need) return NULL;
   size_t nc = *cap + *cap / 2;
@@ -198,7 +206,7 @@ static void fbx__ir_trace_tensors(const fbx_tensor *t, int n, fbx_trace_tensor *
 }
 
 /* One traced execution: the op span (with its [fast]/[composed] spans) and the op statistics. */
-static void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in, const fbx_tensor *out,
+void fbx__ir_trace_step(fbx__ir_plan *p, int nid, const fbx_tensor *in, int n_in, const fbx_tensor *out,
                                int n_out, const fbx_kernel_info *info, uint64_t t0, uint64_t t1) {
   fbx_trace_tensor tin[FBX_IR_MAX_INPUTS], tout[FBX_IR_MAX_OUTPUTS];
   fbx__ir_trace_tensors(in, n_in, tin);
@@ -225,7 +233,7 @@ static fbx_status *fbx__ir_read_back(fbx__ir_plan *p, int v) {
  * (rank -1 for an absent optional one). Inputs in read_mask are read back
  * from the device when they have no host copy yet; inputs in host_mask then
  * point at their host copy (host steps, shape data, append positions). */
-static fbx_status *fbx__ir_step_inputs(fbx__ir_plan *p, const fbx_ir_node *n, unsigned read_mask,
+fbx_status *fbx__ir_step_inputs(fbx__ir_plan *p, const fbx_ir_node *n, unsigned read_mask,
                                        unsigned host_mask, fbx_tensor *in) {
   for (int i = 0; i < n->n_inputs; i++) {
     int v = n->inputs[i];
@@ -309,7 +317,7 @@ static bool fbx__ir_same_shape(const fbx_tensor *a, const fbx_tensor *b) {
 
 /* Ask output_fn, once per run and position, for graph output v's buffer and
  * whether it is a graph input's own memory (out_alias; -2: not asked yet). */
-static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t, fbx_ir_output_fn output_fn,
+static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t, fbx_exec_output_fn output_fn,
                                     void *output_ctx) {
   int pos = p->out_pos[v];
   if (p->out_alias[pos] != -2) return NULL;
@@ -333,7 +341,7 @@ static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t,
  * output a device step makes is direct, unless its buffer overlaps a device
  * input (IOBinding can bind one buffer to both): then it is made in its slot
  * and copied on the device at the end. */
-static fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *out, fbx_ir_output_fn output_fn,
+fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *out, fbx_exec_output_fn output_fn,
                                          void *output_ctx) {
   fbx_ir_graph *g = p->g;
   int v = g->nodes[nid].outputs[o];
@@ -403,12 +411,16 @@ static fbx_status *fbx__ir_delta_rows(fbx__ir_plan *p, int v, const fbx_tensor *
  * plan's start), which this step's span starts at: a span covers the node's
  * whole step (shape inference, output binding, kernel), so the spans of a
  * plan tile its run with one clock read per node. */
-static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn output_fn, void *output_ctx,
+static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_exec_output_fn output_fn, void *output_ctx,
                                     uint64_t *clock) {
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
-  if (clock) fbx__gpuobs_node(be, p->gobs, fbx__ir_trace_site(p, nid)); /* device activity tag (exec_gpuobs.c) */
+  if (clock && p->mode != FBX__IR_DRY) /* device activity tag (exec_gpuobs.c); a dry pass enqueues nothing */
+    fbx__gpuobs_node(be, p->gobs, fbx__ir_trace_site(p, nid));
   if (p->host_step && p->host_step[nid]) return fbx__ir_run_host_step(p, nid, clock);
+  if (g->nodes[nid].op == FBX_IR_OP_IF) return fbx__exec_run_if(p, nid, output_fn, output_ctx, clock);
+  if (g->nodes[nid].op == FBX_IR_OP_LOOP || g->nodes[nid].op == FBX_IR_OP_SCAN)
+    return fbx__exec_run_loop(p, nid, output_fn, output_ctx, clock);
   const fbx_ir_node *n = &g->nodes[nid];
   fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
   unsigned data_mask = p->hdata ? fbx_ir_op_shape_data_inputs(n->op) : 0;
@@ -459,7 +471,7 @@ static fbx_status *fbx__ir_run_step(fbx__ir_plan *p, int nid, fbx_ir_output_fn o
   return be->vt->run_node(be, n, p->states[nid], in, n->n_inputs, out, n->n_outputs, NULL);
 }
 
-static void fbx__ir_count_full(fbx_ir_run_report *report, size_t b) {
+static void fbx__ir_count_full(fbx_exec_run_report *report, size_t b) {
   if (!report) return;
   report->copyout_count++;
   report->copyout_bytes += (int64_t)b;
@@ -471,7 +483,7 @@ static void fbx__ir_count_full(fbx_ir_run_report *report, size_t b) {
  * synchronize); into a device buffer (io outputs_on_device) on the device,
  * or uploaded from the host copy. */
 static fbx_status *fbx__ir_copy_whole(fbx__ir_plan *p, int v, const void *host_src, void *d, int pos,
-                                      fbx_ir_run_report *report) {
+                                      fbx_exec_run_report *report) {
   const fbx_tensor *t = &p->rt[v];
   size_t b = fbx__ir_tensor_bytes(t);
   if (!b) return NULL;
@@ -499,8 +511,8 @@ static fbx_status *fbx__ir_copy_whole(fbx__ir_plan *p, int v, const void *host_s
 /* Copy one graph output that was not bound during the steps (a graph input,
  * a constant, a host step's result, a device result, a second position of
  * one value). */
-static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
-                                    fbx_ir_run_report *report) {
+static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_exec_output_fn output_fn, void *output_ctx,
+                                    fbx_exec_run_report *report) {
   int v = p->g->outputs[pos];
   void *d = NULL;
   int alias = -1; /* whatever it aliases: every step has run */
@@ -513,17 +525,26 @@ static fbx_status *fbx__ir_copy_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn o
  * may be reused since); a device reads the positions' host copies (host
  * steps' results stay valid for the run, exec_plan.c makes them host steps)
  * and copies the rows. */
-static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *report) {
+static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_exec_run_report *report) {
   int pos = p->out_pos[v];
   int64_t bytes = p->out_delta[pos];
   if (!p->be->vt->host_visible) {
     const fbx_ir_node *n = &p->g->nodes[p->app_node[v]];
     fbx_tensor in[FBX_IR_MAX_INPUTS];
-    unsigned mask = fbx_ir_op_append_data_inputs(n->op);
-    FBX_TRY(fbx__ir_step_inputs(p, n, mask, mask, in));
-    /* the kernel wrote the host's buffer itself when the input was used in place, not uploaded */
+    /* the kernel wrote the bound buffer itself when the input was used in place, not uploaded:
+     * only the rows' bytes to count, from shapes (the positions may live on the device) */
     bool copy = p->rt[v].data != p->out_bound[pos];
-    FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], copy, &bytes));
+    unsigned mask = copy ? fbx_ir_op_append_data_inputs(n->op) : 0u;
+    FBX_TRY(fbx__ir_step_inputs(p, n, mask, mask, in));
+    if (copy) {
+      FBX_TRY(fbx__ir_delta_rows(p, v, in, &p->rt[v], true, &bytes));
+    } else {
+      const fbx_tensor *t = &p->rt[v]; /* (B, heads, len, head_dim) */
+      int64_t count = 0;
+      if (t->rank != 4) return FBX_ERR("append output %d: rank %d, expected 4", pos, t->rank);
+      FBX_TRY(fbx_ir_append_row_count(n, p->app_out[v], in, n->n_inputs, &count));
+      bytes = t->dims[0] * t->dims[1] * count * t->dims[3] * (int64_t)fbx_dtype_size(t->dtype);
+    }
   }
   if (report) {
     report->delta_count++;
@@ -535,8 +556,8 @@ static fbx_status *fbx__ir_delta_out(fbx__ir_plan *p, int v, fbx_ir_run_report *
 /* Finish graph output pos after the steps (see fbx__ir_bind_step_out). An
  * append output written whole to a buffer of its own counts as a full
  * copy-out even when the kernel wrote it directly: the past was copied in. */
-static fbx_status *fbx__ir_finish_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn output_fn, void *output_ctx,
-                                      fbx_ir_run_report *report) {
+static fbx_status *fbx__ir_finish_out(fbx__ir_plan *p, int pos, fbx_exec_output_fn output_fn, void *output_ctx,
+                                      fbx_exec_run_report *report) {
   int v = p->g->outputs[pos];
   if (p->out_pos[v] != pos || p->out_alias[pos] == -2) return fbx__ir_copy_out(p, pos, output_fn, output_ctx, report);
   void *d = p->out_bound[pos];
@@ -557,7 +578,7 @@ static fbx_status *fbx__ir_finish_out(fbx__ir_plan *p, int pos, fbx_ir_output_fn
  * place like host inputs of a host-visible engine (no host copy: a host step
  * that needs one reads it back). */
 static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
-                                       fbx_ir_run_report *report) {
+                                       fbx_exec_run_report *report) {
   fbx_ir_graph *g = p->g;
   for (int i = 0; i < g->n_inputs && i < n_inputs; i++) {
     int v = g->inputs[i];
@@ -583,7 +604,7 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
 
 /* Steps [s0, s1) in the given mode; each step's words start at sig_at[s]
  * and its shape hash lands in shape_h[s]. */
-static fbx_status *fbx__ir_range(fbx__ir_plan *p, int s0, int s1, fbx__ir_mode mode, fbx_ir_output_fn output_fn,
+static fbx_status *fbx__ir_range(fbx__ir_plan *p, int s0, int s1, fbx__ir_mode mode, fbx_exec_output_fn output_fn,
                                  void *output_ctx, uint64_t *clock) {
   p->mode = mode;
   fbx_status *st = NULL;
@@ -602,18 +623,41 @@ static fbx_status *fbx__ir_range(fbx__ir_plan *p, int s0, int s1, fbx__ir_mode m
 
 enum { FBX__IR_SEG_MISSES = 8 }; /* a segment whose work changed this often stays live */
 
+/* Segment g's steps in the given mode, then the backend's graph epoch as its
+ * last word (after the work: a live pass may regrow a buffer, moving it),
+ * so a graph captured before a backend buffer was reallocated no longer
+ * matches (backend.h graph_epoch). */
+static fbx_status *fbx__ir_seg_range(fbx__ir_plan *p, const fbx__ir_seg *g, fbx__ir_mode mode,
+                                     fbx_exec_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+  FBX_TRY(fbx__ir_range(p, g->s0, g->s1, mode, output_fn, output_ctx, clock));
+  fbx_backend *be = p->be;
+  return fbx__ir_sig_put(&p->sig, be->vt->graph_epoch ? (int64_t)be->vt->graph_epoch(be) : 0);
+}
+
+/* Whether this run's words from `from` differ from the captured ones in the
+ * epoch word alone: the same work, but a backend buffer it used inside was
+ * reallocated since the capture. */
+static bool fbx__ir_sig_epoch_only(const fbx__ir_sig *a, int from, const fbx__ir_sig *cap) {
+  int n = a->n - from;
+  return n == cap->n && n >= 1 && a->w[a->n - 1] != cap->w[n - 1] &&
+         (n == 1 || memcmp(a->w + from, cap->w, sizeof(int64_t) * (size_t)(n - 1)) == 0);
+}
+
 /* Capture segment g's device work into g->graph and launch it (the sig
  * from `base` on is rewritten). On a failed capture the segment is marked
  * off and runs live. */
-static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fbx_ir_output_fn output_fn,
+static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fbx_exec_output_fn output_fn,
                                    void *output_ctx, uint64_t *clock) {
   fbx_backend *be = p->be;
   if (g->graph) be->vt->graph_destroy(be, g->graph);
   g->graph = NULL;
+  g->obs_map = NULL;
   p->sig.n = base;
   fbx_status *st = be->vt->graph_begin(be);
   if (!st) {
-    fbx_status *pass = fbx__ir_range(p, g->s0, g->s1, FBX__IR_CAPTURE, output_fn, output_ctx, clock);
+    if (clock) fbx__gpuobs_capture(be, p->gobs); /* launches counted per node: the replays' attribution */
+    fbx_status *pass = fbx__ir_seg_range(p, g, FBX__IR_CAPTURE, output_fn, output_ctx, clock);
+    if (clock) g->obs_map = fbx__gpuobs_captured(be, p->gobs);
     st = be->vt->graph_end(be, &g->graph); /* always ends the capture */
     if (pass) {
       fbx_status_free(st);
@@ -632,11 +676,11 @@ static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fb
       fbx_trace_instant("fusebox.graph.capture_failed", "device", a, 2);
     }
     p->sig.n = base;
-    return fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock); /* reports a real error */
+    return fbx__ir_seg_range(p, g, FBX__IR_RUN, output_fn, output_ctx, clock); /* reports a real error */
   }
   FBX_TRY(fbx__ir_sig_tail_copy(&g->cap, &p->sig, base));
   p->run_captures++;
-  if (clock) fbx__gpuobs_node(be, p->gobs, NULL); /* a graph launch belongs to the eval, not to a node */
+  if (clock) fbx__gpuobs_launch(be, p->gobs, g->obs_map); /* the eval's, split over nodes by capture order */
   if (fbx_trace_enabled()) {
     fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
                          FBX_TARG_S("device", be->vt->name)};
@@ -645,14 +689,17 @@ static fbx_status *fbx__ir_capture(fbx__ir_plan *p, fbx__ir_seg *g, int base, fb
   return be->vt->graph_launch(be, g->graph);
 }
 
-/* One segment of one run: live, or a dry pass then a replay or a capture. */
-static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_ir_output_fn output_fn, void *output_ctx,
+/* One segment of one run: live, or a dry pass then a replay or a capture.
+ * A graph whose work is unchanged but whose backend epoch moved (a scratch
+ * buffer regrew since its capture) is dropped and captured again at once
+ * (counted: run_invalidated, a fusebox.graph.invalidated instant). */
+static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_exec_output_fn output_fn, void *output_ctx,
                                    uint64_t *clock) {
   fbx_backend *be = p->be;
   int base = p->sig.n;
-  if (g->off) return fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock);
+  if (g->off) return fbx__ir_seg_range(p, g, FBX__IR_RUN, output_fn, output_ctx, clock);
   if (g->graph || g->stable) {
-    FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_DRY, output_fn, output_ctx, clock));
+    FBX_TRY(fbx__ir_seg_range(p, g, FBX__IR_DRY, output_fn, output_ctx, clock));
     if (g->graph && fbx__ir_sig_tail_eq(&p->sig, base, &g->cap)) {
       p->run_replays++;
       if (fbx_trace_enabled()) {
@@ -660,8 +707,19 @@ static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_ir_outpu
                              FBX_TARG_S("device", be->vt->name)};
         fbx_trace_instant("fusebox.graph.replay", "device", a, 3);
       }
-      if (clock) fbx__gpuobs_node(be, p->gobs, NULL); /* a graph launch belongs to the eval, not to a node */
+      if (clock) fbx__gpuobs_launch(be, p->gobs, g->obs_map); /* the eval's, split over nodes by capture order */
       FBX_TRY(be->vt->graph_launch(be, g->graph));
+    } else if (g->graph && fbx__ir_sig_epoch_only(&p->sig, base, &g->cap)) {
+      be->vt->graph_destroy(be, g->graph); /* launched last run, which synchronised */
+      g->graph = NULL;
+      p->run_invalidated++;
+      if (fbx_trace_enabled()) {
+        fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
+                             FBX_TARG_S("reason", "a backend buffer the graph used was reallocated (graph epoch)"),
+                             FBX_TARG_S("device", be->vt->name)};
+        fbx_trace_instant("fusebox.graph.invalidated", "device", a, 4);
+      }
+      FBX_TRY(fbx__ir_capture(p, g, base, output_fn, output_ctx, clock));
     } else if (fbx__ir_sig_tail_eq(&p->sig, base, &g->prev)) {
       FBX_TRY(fbx__ir_capture(p, g, base, output_fn, output_ctx, clock));
     } else { /* the work changed: live until it is stable again */
@@ -672,10 +730,10 @@ static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_ir_outpu
       }
       g->stable = false;
       p->sig.n = base;
-      FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock));
+      FBX_TRY(fbx__ir_seg_range(p, g, FBX__IR_RUN, output_fn, output_ctx, clock));
     }
   } else {
-    FBX_TRY(fbx__ir_range(p, g->s0, g->s1, FBX__IR_RUN, output_fn, output_ctx, clock));
+    FBX_TRY(fbx__ir_seg_range(p, g, FBX__IR_RUN, output_fn, output_ctx, clock));
     g->stable = g->have_prev && fbx__ir_sig_tail_eq(&p->sig, base, &g->prev);
   }
   g->have_prev = true;
@@ -724,7 +782,7 @@ static void fbx__ir_segs_mark(fbx__ir_plan *p) {
 
 /* The steps of one run: live, or (graph-capable backends) segment by
  * segment, as the file comment says. */
-static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_ir_output_fn output_fn, void *output_ctx, uint64_t *clock) {
+static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_exec_output_fn output_fn, void *output_ctx, uint64_t *clock) {
   if (!fbx__ir_graphs(p)) return fbx__ir_range(p, 0, p->n_steps, FBX__IR_RUN, output_fn, output_ctx, clock);
   if (p->reseg) fbx__ir_segs_build(p);
   p->sig.n = 0;
@@ -745,7 +803,7 @@ static fbx_status *fbx__ir_steps(fbx__ir_plan *p, fbx_ir_output_fn output_fn, vo
 /* Steps, output copies and the run's one synchronisation (after the copies
  * when the outputs come from the device: they are part of what it waits for). */
 static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs,
-                                     fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
+                                     fbx_exec_output_fn output_fn, void *output_ctx, fbx_exec_run_report *report) {
   fbx_ir_graph *g = p->g;
   fbx_backend *be = p->be;
   bool tracing = fbx_trace_enabled();
@@ -763,7 +821,9 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   if (be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
   uint64_t t1 = report ? fbx_trace_now_ns() : 0;
   for (int pos = 0; pos < g->n_outputs; pos++) FBX_TRY(fbx__ir_finish_out(p, pos, output_fn, output_ctx, report));
-  if (!be->vt->host_visible) FBX_TRY(fbx__ir_sync(p));
+  /* on the caller's stream with device outputs, the caller waits (fbx_exec_run_io.caller_stream) */
+  bool caller_waits = p->io && p->io->caller_stream && p->io->outputs_on_device && !(p->gobs && p->gobs->capture);
+  if (!be->vt->host_visible && !caller_waits) FBX_TRY(fbx__ir_sync(p));
   if (report) {
     uint64_t t2 = fbx_trace_now_ns();
     report->eval_ns += t1 - t0;
@@ -779,9 +839,9 @@ static fbx_status *fbx__ir_plan_exec(fbx__ir_plan *p, const fbx_tensor *inputs, 
   return NULL;
 }
 
-fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_ir_run_io *io,
-                             fbx_ir_output_fn output_fn, void *output_ctx, fbx_ir_run_report *report) {
-  p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = 0;
+fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_inputs, const fbx_exec_run_io *io,
+                             fbx_exec_output_fn output_fn, void *output_ctx, fbx_exec_run_report *report) {
+  p->run_allocs = p->run_syncs = p->run_captures = p->run_replays = p->run_invalidated = 0;
   p->io = io;
   fbx__gpuobs_eval ge; /* counters, capture, device activity (one branch when all is off) */
   fbx__gpuobs_begin(p->be, &ge);
@@ -797,6 +857,7 @@ fbx_status *fbx__ir_plan_run(fbx__ir_plan *p, const fbx_tensor *inputs, int n_in
     report->host_syncs += p->run_syncs;
     report->graph_captures += p->run_captures;
     report->graph_replays += p->run_replays;
+    report->graph_invalidated += p->run_invalidated;
   }
   return st;
 }

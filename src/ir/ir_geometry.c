@@ -7,7 +7,10 @@
  * effective kernel extent), in = input size:
  *   Conv / pool, SAME_*:  out = ceil(in / s), total = max(0, (out - 1) * s + ek - in)
  *   Conv / pool, else:    out = floor((in + pb + pe - ek) / s) + 1  (ceil for pools with
- *                         ceil_mode, dropping a last window that starts in the end pad)
+ *                         ceil_mode, dropping a last window that starts in the end pad;
+ *                         VALID: floor always, as the spec's VALID ceil formula amounts to);
+ *                         a pool's out <= 0 (window wider than the padded input) is 0, an
+ *                         empty output; a Conv's is an error
  *   ConvTranspose:        full = s * (in - 1) + output_padding + ek
  *     output_shape given: out = output_shape, total = max(0, full - out)
  *     SAME_*:             total = max(0, full - in * s), out = full - total (in * s as
@@ -63,18 +66,24 @@ fbx_status *fbx_ir_conv_geometry(const fbx_ir_node *node, const fbx_tensor *x, c
       total = (out - 1) * s + ek - in;
       if (total < 0) total = 0;
     } else {
-      if (cp->auto_pad == FBX_IR_PAD_VALID) pb = pe = 0;
+      bool valid = cp->auto_pad == FBX_IR_PAD_VALID;
+      if (valid) pb = pe = 0;
       fbx__i128 num = in + pb + pe - ek;
-      if (num < 0)
+      if (num < 0 && !pool)
         return FBX__IR_FAIL(node, "kernel extent %lld exceeds padded input %lld in dim %d",
                             fbx__ir_fits(ek) ? (long long)ek : -1LL,
                             fbx__ir_fits(in + pb + pe) ? (long long)(in + pb + pe) : -1LL, i);
-      if (pool && cp->ceil_mode) {
+      /* VALID: the spec's ceil((in - ek + 1) / s) with ceil_mode is floor((in - ek) / s) + 1,
+       * the same size as without it */
+      if (pool && cp->ceil_mode && !valid) {
         out = fbx__ir_ceil_div(num, s) + 1;
-        if ((out - 1) * s >= in + pb) out--; /* last window must start inside the input or left pad */
+        if (out > 0 && (out - 1) * s >= in + pb) out--; /* last window must start inside the input or left pad */
       } else {
         out = fbx__ir_floor_div(num, s) + 1;
       }
+      /* a pool window wider than the (padded) input: out <= 0 by the spec's formula, an
+       * empty output (as ORT returns); the kernels then write nothing */
+      if (pool && out < 0) out = 0;
     }
     if (total >= 0) {
       pb = upper ? total / 2 : total - total / 2;

@@ -26,8 +26,25 @@ fbx_status *fbx_ir_graph_create(fbx_ir_graph **out) {
 
 void fbx_ir_graph_destroy(fbx_ir_graph *g) {
   if (!g) return;
+  for (int i = 0; i < g->n_subgraphs; i++) fbx_ir_graph_destroy(g->subgraphs[i]);
   fbx_arena_destroy(g->arena);
   fbx_free(g);
+}
+
+static fbx_status *fbx__ir_grow(fbx_ir_graph *g, void **arr, int n, int *cap, size_t elem);
+
+fbx_status *fbx_ir_graph_adopt(fbx_ir_graph *g, fbx_ir_graph *sub) {
+  if (!g || !sub) {
+    fbx_ir_graph_destroy(sub);
+    return FBX_ERR_ARG("fbx_ir_graph_adopt: NULL graph");
+  }
+  fbx_status *st = fbx__ir_grow(g, (void **)&g->subgraphs, g->n_subgraphs, &g->cap_subgraphs, sizeof(fbx_ir_graph *));
+  if (st) {
+    fbx_ir_graph_destroy(sub);
+    return st;
+  }
+  g->subgraphs[g->n_subgraphs++] = sub;
+  return NULL;
 }
 
 void *fbx_ir_graph_alloc(fbx_ir_graph *g, size_t bytes) {

@@ -25,6 +25,7 @@
 #define FBX_IR_DIM_DYNAMIC (-1)
 #define FBX_IR_MAX_INPUTS 64    /* Concat/Sum with more inputs are declined */
 #define FBX_IR_MAX_OUTPUTS 64   /* Split with more outputs are declined */
+#define FBX_IR_SCAN_MAX 16      /* SCAN: scan inputs / scan outputs at most (more are declined) */
 #define FBX_IR_NONE (-1)        /* an absent optional input */
 
 typedef enum fbx_ir_value_kind {
@@ -77,7 +78,9 @@ typedef enum fbx_ir_rnn_act {
  * All axes are normalised (non-negative) by the translator. */
 typedef union fbx_ir_params {
   struct { float alpha, beta, gamma; fbx_dtype to; } ew;
-  struct { int trans_a, trans_b; float alpha; } matmul;
+  /* MATMUL / MATMUL_INT. epilogue, epilogue_reg: MATMUL_INT only, as params.conv.epilogue (read
+   * both through fbx_ir_node_epilogue); the program's other registers are node inputs 4.. */
+  struct { int trans_a, trans_b; float alpha; struct fbx_ir_ew_program *epilogue; int epilogue_reg; } matmul;
   struct { int axis; } axis;
   struct { int axis; float epsilon; } norm;
   struct { uint32_t axes_mask; int keepdims; } reduce; /* mask 0 = all axes (unless noop handled by translator) */
@@ -110,7 +113,7 @@ typedef union fbx_ir_params {
      * registers, in order, are node inputs 3.. (input 2, the bias, is
      * FBX_IR_NONE when absent). The node's output then has the program's
      * result (same shape and dtype as the conv output). */
-    fbx_ir_ew_program *epilogue;
+    struct fbx_ir_ew_program *epilogue;
     int epilogue_reg;
   } conv;
   struct {
@@ -156,6 +159,31 @@ typedef union fbx_ir_params {
     fbx_ir_rnn_act act[FBX_IR_RNN_MAX_ACTS];
     float act_alpha[FBX_IR_RNN_MAX_ACTS], act_beta[FBX_IR_RNN_MAX_ACTS];
   } rnn;
+  /* IF: branch[0] runs when the condition is true (ONNX then_branch), branch[1]
+   * otherwise (else_branch). Each branch is a graph of its own (owned by the
+   * graph holding this node, fbx_ir_graph_adopt) whose inputs are the IF's
+   * inputs 1.. (the outer values its bodies read), in order, and whose
+   * outputs are the IF's outputs (same count and dtypes; the shapes may
+   * differ between the branches: the executor takes them from the branch run). */
+  struct { struct fbx_ir_graph *branch[2]; } cond;
+  /* LOOP / SCAN: body is a graph of its own (owned by the graph holding this
+   * node, fbx_ir_graph_adopt) that the executor runs once per iteration
+   * (exec_control.c). The node's captures (its inputs after the ONNX ones)
+   * are the body's last inputs, in order.
+   * LOOP body: inputs (iteration: int64 rank 0, cond: bool rank 0, carried x
+   * n_carried, captures...), outputs (cond, carried x n_carried, scan slices...);
+   * the node's scan output k is the slices stacked along a new axis 0.
+   * SCAN body: inputs (state x n_carried, slices x n_scan_in, captures...),
+   * outputs (state x n_carried, slices...); scan input i is sliced along
+   * in_axis[i] (an axis of the input), scan output k stacks the slices along
+   * out_axis[k] (an axis of the output); bit i of in_rev / out_rev: reverse
+   * direction. n_scan_in = 0 and no axes for LOOP. */
+  struct {
+    struct fbx_ir_graph *body;
+    int n_carried, n_scan_in;
+    int8_t in_axis[FBX_IR_SCAN_MAX], out_axis[FBX_IR_SCAN_MAX];
+    uint32_t in_rev, out_rev;
+  } loop;
 } fbx_ir_params;
 
 typedef struct fbx_ir_node {
@@ -193,17 +221,32 @@ struct fbx_ir_ew_program {
   fbx_ir_ew_instr *instrs;
 };
 
+/* The in-kernel elementwise epilogue of a node (exec_fuse_epilogue.c), or NULL:
+ * CONV / CONV_TRANSPOSE / CONV_INT keep it in params.conv, MATMUL_INT in
+ * params.matmul. *reg (when reg is non-NULL) gets the register that reads the
+ * node's own result. */
+static inline const fbx_ir_ew_program *fbx_ir_node_epilogue(const fbx_ir_node *n, int *reg) {
+  bool mm = n->op == FBX_IR_OP_MATMUL_INT;
+  if (reg) *reg = mm ? n->params.matmul.epilogue_reg : n->params.conv.epilogue_reg;
+  return mm ? n->params.matmul.epilogue : n->params.conv.epilogue;
+}
+
 typedef struct fbx_ir_graph {
   struct fbx_arena *arena;
   fbx_ir_value *values; int n_values, cap_values;
   fbx_ir_node *nodes;   int n_nodes, cap_nodes;
   int *inputs;  int n_inputs, cap_inputs;     /* value ids, in ORT input order */
   int *outputs; int n_outputs, cap_outputs;   /* value ids, in ORT output order */
+  struct fbx_ir_graph **subgraphs; int n_subgraphs, cap_subgraphs; /* IF branches, LOOP/SCAN bodies this graph owns */
 } fbx_ir_graph;
 
 /* Create/destroy. destroy frees everything the graph owns (NULL is fine). */
 fbx_status *fbx_ir_graph_create(fbx_ir_graph **out);
 void fbx_ir_graph_destroy(fbx_ir_graph *g);
+
+/* g takes ownership of sub (an IF branch of one of its nodes): destroyed with
+ * g. On failure sub is destroyed. */
+fbx_status *fbx_ir_graph_adopt(fbx_ir_graph *g, fbx_ir_graph *sub);
 
 /* Arena allocation tied to the graph's lifetime (zeroed). NULL on OOM. */
 void *fbx_ir_graph_alloc(fbx_ir_graph *g, size_t bytes);

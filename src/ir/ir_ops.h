@@ -161,7 +161,15 @@
   X(LSTM, FBX_IR_CLASS_OTHER, 0)                                                 \
   /* (X, W, R, B, sequence_lens:i32, initial_h); outputs (Y, Y_h) */             \
   X(GRU, FBX_IR_CLASS_OTHER, 0)                                                  \
-  X(RNN, FBX_IR_CLASS_OTHER, 0)
+  X(RNN, FBX_IR_CLASS_OTHER, 0)                                                  \
+  /* ---- control flow: run by the executor (exec_run.c), never by a backend ---- */ \
+  /* (cond: bool, one element; captures...) -> the outputs of params.cond.branch[cond ? 0 : 1] run on the captures */ \
+  X(IF, FBX_IR_CLASS_OTHER, 0x1)                                                  \
+  /* (M: int64 one element or NONE, cond: bool one element or NONE, v_initial x n_carried, captures...) */ \
+  /*   -> (v_final x n_carried, scan outputs...): params.loop.body run until M or cond stops it */ \
+  X(LOOP, FBX_IR_CLASS_OTHER, 0x3)                                                \
+  /* (state x n_carried, scan inputs x n_scan_in, captures...) -> (state x n_carried, scan outputs...) */ \
+  X(SCAN, FBX_IR_CLASS_OTHER, 0)
 
 typedef enum fbx_ir_op {
 #define X(name, cls, shape_mask) FBX_IR_OP_##name,

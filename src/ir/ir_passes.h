@@ -13,4 +13,8 @@
  * fast_names[node id] gets its "Add+Mul+Tanh" name (plan-owned strings). */
 fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
 
+/* MatMul(A, Transpose(X, last two dims swapped)) -> MatMul(A, X, trans_b toggled);
+ * the Transpose is marked dead when nothing else reads it (ir_matmul_tb.c). */
+fbx_status *fbx__ir_fold_transpose_matmul(fbx_ir_graph *g, bool *dead);
+
 #endif

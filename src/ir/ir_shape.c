@@ -240,6 +240,7 @@ static int fbx__ir_expected_outputs(const fbx_ir_node *node) {
     case FBX_IR_OP_LSTM: return 3;
     case FBX_IR_OP_GRU: case FBX_IR_OP_RNN: return 2;
     case FBX_IR_OP_DYN_QUANT: return 3;
+    case FBX_IR_OP_IF: case FBX_IR_OP_LOOP: case FBX_IR_OP_SCAN: return -1;
     default: return 1;
   }
 }
@@ -274,6 +275,8 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
     case FBX_IR_OP_MATMUL_INT: /* inputs 2, 3 are zero points (1 or M / N entries), not a bias */
       st = fbx__ir_infer_matmul(node, inputs, n_inputs < 2 ? n_inputs : 2, outputs);
       if (!st) outputs[0].dtype = FBX_DTYPE_I32;
+      if (!st && p->matmul.epilogue && p->matmul.epilogue->out_reg >= p->matmul.epilogue->n_inputs)
+        outputs[0].dtype = p->matmul.epilogue->instrs[p->matmul.epilogue->out_reg - p->matmul.epilogue->n_inputs].dtype;
       break;
     case FBX_IR_OP_SOFTMAX:
     case FBX_IR_OP_LOG_SOFTMAX:
@@ -305,6 +308,10 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
     case FBX_IR_OP_LSTM:
     case FBX_IR_OP_GRU:
     case FBX_IR_OP_RNN: st = fbx__ir_infer_rnn(node, inputs, n_inputs, outputs, n_outputs); break;
+    case FBX_IR_OP_IF: /* exec_run.c runs the branch, which gives the shapes; nothing folds an IF */
+      return FBX__IR_FAIL(node, "output shapes come from the branch taken, at run time");
+    case FBX_IR_OP_LOOP: /* exec_control.c runs the body; the iterations give the shapes */
+    case FBX_IR_OP_SCAN: return FBX__IR_FAIL(node, "output shapes come from the body's iterations, at run time");
     case FBX_IR_OP_CUMSUM:
     case FBX_IR_OP_TRILU:
     case FBX_IR_OP_LRN:
@@ -332,4 +339,30 @@ fbx_status *fbx_ir_infer_node(const fbx_ir_node *node, const fbx_tensor *inputs,
     FBX_TRY(fbx__ir_check_size(node, o, &outputs[o]));
   }
   return NULL;
+}
+
+void fbx_ir_infer_node_known(const fbx_ir_node *n, fbx_tensor *sh, bool *known) {
+  fbx_tensor in[FBX_IR_MAX_INPUTS], out[FBX_IR_MAX_OUTPUTS];
+  if (n->n_inputs > FBX_IR_MAX_INPUTS || n->n_outputs > FBX_IR_MAX_OUTPUTS) return;
+  for (int i = 0; i < n->n_inputs; i++) {
+    int v = n->inputs[i];
+    if (v == FBX_IR_NONE) {
+      memset(&in[i], 0, sizeof in[i]);
+      in[i].rank = -1;
+      continue;
+    }
+    if (!known[v]) return;
+    in[i] = sh[v];
+  }
+  memset(out, 0, sizeof(fbx_tensor) * (size_t)n->n_outputs);
+  fbx_status *st = fbx_ir_infer_node(n, in, n->n_inputs, out, n->n_outputs);
+  if (st) {
+    fbx_status_free(st);
+    return;
+  }
+  for (int o = 0; o < n->n_outputs; o++) {
+    sh[n->outputs[o]] = out[o];
+    sh[n->outputs[o]].data = NULL;
+    known[n->outputs[o]] = true;
+  }
 }

@@ -97,6 +97,17 @@ fbx_status *fbx_ir_append_rows(const fbx_ir_node *node, int out, const fbx_tenso
   return NULL;
 }
 
+fbx_status *fbx_ir_append_row_count(const fbx_ir_node *node, int out, const fbx_tensor *in, int n_in,
+                                    int64_t *count) {
+  *count = 0;
+  if (node->op != FBX_IR_OP_GQA || fbx_ir_op_append_input(node->op, out) < 0)
+    return FBX__IR_FAIL(node, "output %d does not append rows to an input", out);
+  FBX__IR_NEED_IN(node, n_in, 1);
+  if (in[0].rank != 3) return FBX__IR_FAIL(node, "append rows: query must be (B, S, D)");
+  *count = in[0].dims[1]; /* S new rows, as fbx_ir_append_rows */
+  return NULL;
+}
+
 fbx_status *fbx__ir_infer_msft(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out, int n_out) {
   switch (node->op) {
     case FBX_IR_OP_SKIP_NORM: return fbx__ir_infer_skip_norm(node, in, n_in, out, n_out);

@@ -48,7 +48,7 @@ static fbx_status *dag_build(const fbx_onnx_graph *g, dag *d) {
   int nv = g->n_values > 0 ? g->n_values : 1;
   int *producer = fbx_malloc((size_t)nv * sizeof(int));
   int total = 0;
-  for (int i = 0; i < n; i++) total += g->nodes[i].n_inputs;
+  for (int i = 0; i < n; i++) total += g->nodes[i].n_inputs + g->nodes[i].n_implicit;
   d->pred_start = fbx_malloc((size_t)(n + 1) * sizeof(int));
   d->preds = fbx_malloc((size_t)(total ? total : 1) * sizeof(int));
   d->anc = fbx_calloc((size_t)(n ? n : 1) * (size_t)(d->words ? d->words : 1), sizeof(word));
@@ -67,8 +67,10 @@ static fbx_status *dag_build(const fbx_onnx_graph *g, dag *d) {
   for (int i = 0; i < n; i++) {
     d->pred_start[i] = m;
     word *ai = d->anc + (size_t)i * d->words;
-    for (int k = 0; k < g->nodes[i].n_inputs; k++) {
-      int v = g->nodes[i].inputs[k];
+    /* an If's bodies read outer values (implicit inputs): edges like any input's */
+    const fbx_onnx_node *nd = &g->nodes[i];
+    for (int k = 0; k < nd->n_inputs + nd->n_implicit; k++) {
+      int v = k < nd->n_inputs ? nd->inputs[k] : nd->implicit[k - nd->n_inputs];
       int p = (v >= 0 && v < g->n_values) ? producer[v] : -1;
       if (p < 0 || p == i) continue;
       if (p > i) { /* not topological: refuse rather than build bad groups */

@@ -67,7 +67,11 @@ typedef struct fbx_onnx_value {
   const fbx_onnx_tensor *init;/* non-NULL for initializers whose data the ep layer read */
   bool is_graph_input;        /* an input of the (sub)graph being described */
   bool is_graph_output;
+  bool is_outer;              /* a body graph's value defined in an outer scope (then also a graph
+                                 input of the body's description, unless it is a constant) */
 } fbx_onnx_value;
+
+struct fbx_onnx_graph;
 
 typedef struct fbx_onnx_node {
   const char *name;
@@ -80,7 +84,18 @@ typedef struct fbx_onnx_node {
   const int *outputs;         /* value indices; -1 for an absent optional output */
   int n_attrs;
   const fbx_onnx_attr *attrs;
-  bool has_subgraph;          /* If/Loop/Scan: declined */
+  bool has_subgraph;          /* If/Loop/Scan */
+  /* Nodes with body graphs (the ep layer describes them; If is claimable):
+   * the outer values the bodies read (ORT's implicit inputs; value indices
+   * of this graph, constants included), and each body graph described on its
+   * own with its attribute name ("then_branch", ...). In a body's description
+   * the outer values it reads are values with is_outer set, matched to this
+   * graph's values by name. */
+  int n_implicit;
+  const int *implicit;
+  int n_subgraphs;
+  const struct fbx_onnx_graph *const *subgraphs;
+  const char *const *subgraph_names;
 } fbx_onnx_node;
 
 typedef struct fbx_onnx_graph {

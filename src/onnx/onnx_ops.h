@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../base/checked.h"
+#include "../base/tensor.h"
 #include "../ir/ir_graph.h"
 #include "onnx_graph.h"
 
@@ -40,12 +41,12 @@ typedef struct fbx_onnx_entry fbx_onnx_entry;
  *   RANK1/RANK2/SCALAR  output 0 has that rank
  *   the rest are one op family each (named after it; SKIPNORM: the
  *   com.microsoft Skip*LayerNormalization ops; MNB: MatMulNBits; GQA: GroupQueryAttention;
- *   RNN: LSTM/GRU/RNN). */
+ *   RNN: LSTM/GRU/RNN; CF: Loop/Scan, from the described body). */
 #define FBX_ONNX_RANK_RULES(X)                                                                     \
   X(NONE) X(SAME) X(SAME_ALL) X(BCAST) X(KEEP) X(RANK1) X(RANK2) X(SCALAR) X(LAYERNORM) X(MATMUL) \
   X(QLMATMUL) X(SLICE) X(RESHAPE) X(SQUEEZE) X(UNSQUEEZE) X(CONCAT) X(REDUCE) X(TRANSPOSE) X(SHAPE) \
   X(NONZERO) X(FLATTEN) X(GATHER) X(GATHER_ELEMENTS) X(GATHER_ND) X(ARG) X(CONV) X(GPOOL) X(EXPAND) \
-  X(COFS) X(ONEHOT) X(COMPRESS) X(SKIPNORM) X(MNB) X(GQA) X(RNN)
+  X(COFS) X(ONEHOT) X(COMPRESS) X(SKIPNORM) X(MNB) X(GQA) X(RNN) X(CF)
 
 typedef enum fbx_onnx_rank_rule {
 #define X(r) FBX_ONNX_RANK_##r,
@@ -231,6 +232,22 @@ FBX__ONNX_FAMILY(gqa)
 FBX__ONNX_FAMILY(rope)
 /* recurrent ops (onnx_ops_rnn.c) */
 FBX__ONNX_FAMILY(rnn)
+/* control flow (onnx_ops_cf.c) */
+FBX__ONNX_FAMILY(cf_if)
+FBX__ONNX_FAMILY(cf_loop)
+
+/* A body graph (an If branch) -> a new IR graph (onnx_translate.c): its IR
+ * inputs are the n_caps captures in order, named names[k], typed as outer's
+ * values outer_ids[k] (whether the body reads them or not); its outputs are
+ * the body's outputs in order. Caller owns *out. */
+fbx_status *fbx__onnx_translate_body(const fbx_onnx_graph *body, int n_caps, const char *const *names,
+                                     const fbx_ir_graph *outer, const int *outer_ids, fbx_ir_graph **out);
+/* The same for a Loop/Scan body: its IR inputs are its first n_own inputs
+ * (typed by own[k]'s dtype, rank and dims; FBX_IR_DIM_DYNAMIC where unknown),
+ * then the captures. */
+fbx_status *fbx__onnx_translate_body_io(const fbx_onnx_graph *body, int n_own, const fbx_tensor *own, int n_caps,
+                                        const char *const *names, const fbx_ir_graph *outer, const int *outer_ids,
+                                        fbx_ir_graph **out);
 
 /* float16 via float32 (onnx_ops_f16.c): family X gets claim_X_h / tr_X_h,
  * which run X on a shadow of the node where float16 reads as float32 and

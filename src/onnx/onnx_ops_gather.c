@@ -21,6 +21,14 @@ bool fbx__onnx_claim_gather(const fbx_onnx_cctx *c) {
   if (op == FBX_IR_OP_GATHER_ND) {
     int64_t b = fbx_onnx_attr_int(c->n, "batch_dims", 0);
     if (b < 0 || b >= x->rank || b >= idx->rank) return fbx__onnx_fail(c, "batch_dims %lld invalid", (long long)b);
+    /* index depth k = the indices' last dim: 0 (each empty tuple takes a whole batch slice)
+     * is not implemented, and an unknown one might be 0 at run time */
+    int64_t k = idx->dims[idx->rank - 1];
+    if (k <= 0)
+      return fbx__onnx_fail(c, "indices' last dim (index depth) %s: only a known depth >= 1 is supported",
+                            k == 0 ? "is 0" : "unknown");
+    if (b + k > x->rank)
+      return fbx__onnx_fail(c, "batch_dims %lld + index depth %lld > data rank %d", (long long)b, (long long)k, x->rank);
     return true;
   }
   if (op == FBX_IR_OP_GATHER_ELEMENTS && idx->rank != x->rank) return fbx__onnx_fail(c, "indices rank differs from data");

@@ -160,15 +160,18 @@ fbx_status *fbx__onnx_tr_cumsum(fbx_onnx_tctx *t) {
     if (!fbx__onnx_cumsum_axis(&c, &p.cumsum.axis)) return FBX_ERR_NOTIMPL("CumSum: bad constant axis");
     return fbx__onnx_emit_out(t, FBX_IR_OP_CUMSUM, &xin, 1, &p);
   }
-  /* Runtime axis: y = axis selects k ? cumsum_k : (... : cumsum_{r-1}). An
-   * out-of-range axis (an ORT error) yields the last axis' sum. */
+  /* Runtime axis: y = axis selects k ? cumsum_k : (... : cumsum_{r-1}). The last-axis
+   * CUMSUM also takes the axis as its second input: its kernel fails the run on an axis
+   * outside [-r, r) (as ORT does), which the Where chain alone would answer with the last
+   * axis' sum. */
   t->composed = "axis known only at run time: one CumSum per candidate axis, selected with Where";
   const fbx_onnx_value *xv = fbx__onnx_tin_value(t, 0), *av = fbx__onnx_tin_value(t, 1);
   int r = xv->rank, ax;
   FBX_TRY(fbx__onnx_tin(t, 1, &ax));
   int y;
   p.cumsum.axis = r - 1;
-  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CUMSUM, &xin, 1, &p, xv->dtype, r, &y));
+  int base_in[2] = {xin, ax};
+  FBX_TRY(fbx__onnx_emit(t, FBX_IR_OP_CUMSUM, base_in, 2, &p, xv->dtype, r, &y));
   for (int k = r - 2; k >= 0; k--) {
     int ck, kp, kn, ep, en, sel, ins[2], w[3];
     p.cumsum.axis = k;

@@ -539,6 +539,49 @@ FBX__RANK_RULE(RNN) {
   }
 }
 
+/* Loop / Scan whose body is described: a carried (state) output as the body
+ * makes it (its rank; a dim where it equals the initial value's); a scan
+ * output the body's slice with the iteration count inserted (Loop: at axis 0,
+ * unknown; Scan: at scan_output_axes[k], the first scan input's length along
+ * its scan axis). */
+FBX__RANK_RULE(CF) {
+  (void)g;
+  const fbx_onnx_graph *b = NULL;
+  for (int k = 0; k < n->n_subgraphs; k++)
+    if (n->subgraph_names && n->subgraph_names[k] && !strcmp(n->subgraph_names[k], "body")) b = n->subgraphs[k];
+  if (!b) return;
+  const bool loop = !strcmp(n->op_type, "Loop");
+  const int S = loop ? 0 : (int)fbx_onnx_attr_int(n, "num_scan_inputs", -1);
+  const int N = loop ? n->n_inputs - 2 : n->n_inputs - S, K = n->n_outputs - N, bf = loop ? 1 : 0;
+  const int first = loop ? 2 : 0;
+  if (S < 0 || N < 0 || K < 0 || b->n_outputs != bf + N + K) return;
+  int64_t T = -1;
+  if (!loop && S >= 1) {
+    const fbx_onnx_attr *ax = fbx_onnx_attr_find(n, "scan_input_axes");
+    const fbx_onnx_value *x = fbx__rank_in(g, n, N);
+    int a = 0;
+    if (x && x->rank > 0 && fbx__onnx_axis(ax && ax->n_ints > 0 ? ax->ints[0] : 0, x->rank, false, &a))
+      T = x->dims[a] >= 0 ? x->dims[a] : -1;
+  }
+  const fbx_onnx_attr *oax = loop ? NULL : fbx_onnx_attr_find(n, "scan_output_axes");
+  for (int o = 0; o < N + K && o < fbx__rank_n_out(n); o++) {
+    const fbx_onnx_value *bv = &b->values[b->outputs[bf + o]];
+    if (bv->kind != FBX_ONNX_VALUE_TENSOR || bv->rank < 0) continue;
+    if (o < N) {
+      const fbx_onnx_value *iv = fbx__rank_in(g, n, first + o);
+      fbx__rank_set_dynamic(&out[o], bv->rank);
+      for (int d = 0; d < bv->rank; d++)
+        if (iv && iv->rank == bv->rank && iv->dims[d] == bv->dims[d]) out[o].d[d] = bv->dims[d];
+      continue;
+    }
+    int r = bv->rank + 1, axis = 0, k = o - N;
+    if (r > FBX_MAX_RANK) continue;
+    if (oax && k < oax->n_ints && !fbx__onnx_axis(oax->ints[k], r, false, &axis)) continue;
+    fbx__rank_set_dynamic(&out[o], r);
+    for (int d = 0, j = 0; d < r; d++) out[o].d[d] = d == axis ? T : bv->dims[j++];
+  }
+}
+
 static const fbx__rank_rule_fn fbx__rank_rules[] = {
 #define X(r) fbx__rank_rule_##r,
     FBX_ONNX_RANK_RULES(X)
@@ -597,7 +640,7 @@ fbx_status *fbx_onnx_graph_infer_shapes(fbx_onnx_graph *g, bool *changed) {
       if (val->rank < 0) need = true;
       for (int d = 0; d < val->rank && d < FBX_MAX_RANK; d++) need |= val->dims[d] < 0;
     }
-    if (!need || n->has_subgraph) continue;
+    if (!need || (n->has_subgraph && !n->n_subgraphs)) continue; /* bodies described: Loop/Scan have a rule */
     fbx__rank_shape out[FBX__RANK_MAX_OUT];
     for (int k = 0; k < FBX__RANK_MAX_OUT; k++) out[k].rank = -1;
     fbx__rank_node(g, n, out);

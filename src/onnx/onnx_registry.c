@@ -188,7 +188,12 @@
     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,input_forget,layout")            \
   X("GRU", "", 7, M, rnn, RNN, OP(GRU),                                                                       \
     "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout,linear_before_reset")     \
-  X("RNN", "", 7, M, rnn, RNN, OP(RNN), "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout")
+  X("RNN", "", 7, M, rnn, RNN, OP(RNN), "activation_alpha,activation_beta,activations,clip,direction,hidden_size,layout") \
+  /* ---- control flow (onnx_ops_cf.c): the If with both branches ---- */                                     \
+  X("If", "", 1, M, cf_if, NONE, OP(IF), "then_branch,else_branch")                                          \
+  X("Loop", "", 11, M, cf_loop, CF, OP(LOOP), "body")                                                         \
+  X("Scan", "", 9, M, cf_loop, CF, OP(SCAN),                                                                  \
+    "body,num_scan_inputs,scan_input_axes,scan_input_directions,scan_output_axes,scan_output_directions")
 
 static const fbx_onnx_entry fbx__onnx_registry[] = {
 #define X(op, dom, lo, hi, fam, rank, aux, attrs) \
@@ -286,10 +291,13 @@ bool fbx_onnx_node_claimable(const fbx_onnx_graph *g, int node_index, char *reas
     return fbx__onnx_fail(&c, "opset %d not supported (%s opsets %d..%d)", n->opset, dom, lo, hi);
   }
   c.e = e;
-  if (n->has_subgraph) return fbx__onnx_fail(&c, "subgraph attributes not supported");
+  /* the families that take body graphs */
+  const bool bodies = e->claim == fbx__onnx_claim_cf_if || e->claim == fbx__onnx_claim_cf_loop;
+  if (n->has_subgraph && !bodies) return fbx__onnx_fail(&c, "subgraph attributes not supported");
   for (int i = 0; i < n->n_attrs; i++) {
     const fbx_onnx_attr *a = &n->attrs[i];
-    if (a->type == FBX_ONNX_ATTR_GRAPH) return fbx__onnx_fail(&c, "subgraph attribute '%s' not supported", a->name);
+    if (a->type == FBX_ONNX_ATTR_GRAPH && !bodies)
+      return fbx__onnx_fail(&c, "subgraph attribute '%s' not supported", a->name);
     if (a->type == FBX_ONNX_ATTR_OTHER || a->type == FBX_ONNX_ATTR_UNDEFINED)
       return fbx__onnx_fail(&c, "attribute '%s' of unsupported kind", a->name);
     if (!a->name || !fbx__onnx_attr_known(e->attrs, a->name))

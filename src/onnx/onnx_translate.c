@@ -27,6 +27,8 @@ static fbx_status *fbx__onnx_translate_value_out(const fbx_onnx_graph *g, fbx_ir
   return fbx_ir_graph_mark_output(ir, *id);
 }
 
+static fbx_status *fbx__onnx_translate_body_nodes(const fbx_onnx_graph *g, fbx_ir_graph *ir, int *vmap);
+
 static fbx_status *fbx__onnx_translate_nodes(const fbx_onnx_graph *g, fbx_ir_graph *ir, int *vmap) {
   for (int i = 0; i < g->n_inputs; i++) {
     int v = g->inputs[i];
@@ -40,6 +42,11 @@ static fbx_status *fbx__onnx_translate_nodes(const fbx_onnx_graph *g, fbx_ir_gra
     FBX_TRY(fbx_ir_graph_add_input(ir, val->name, val->dtype, val->rank, val->dims, val->dim_sym, &id));
     vmap[v] = id;
   }
+  return fbx__onnx_translate_body_nodes(g, ir, vmap);
+}
+
+/* Nodes, then outputs (inputs already mapped in vmap). */
+static fbx_status *fbx__onnx_translate_body_nodes(const fbx_onnx_graph *g, fbx_ir_graph *ir, int *vmap) {
   for (int ni = 0; ni < g->n_nodes; ni++) {
     const fbx_onnx_node *n = &g->nodes[ni];
     char reason[256];
@@ -80,6 +87,44 @@ fbx_status *fbx_onnx_translate(const fbx_onnx_graph *g, fbx_ir_graph **out) {
   if (!vmap) { fbx_ir_graph_destroy(ir); return FBX_ERR_OOM(); }
   for (int i = 0; i < g->n_values; i++) vmap[i] = -1;
   fbx_status *st = fbx__onnx_translate_nodes(g, ir, vmap);
+  fbx_free(vmap);
+  if (st) { fbx_ir_graph_destroy(ir); return st; }
+  *out = ir;
+  return NULL;
+}
+
+fbx_status *fbx__onnx_translate_body(const fbx_onnx_graph *body, int n_caps, const char *const *names,
+                                     const fbx_ir_graph *outer, const int *outer_ids, fbx_ir_graph **out) {
+  return fbx__onnx_translate_body_io(body, 0, NULL, n_caps, names, outer, outer_ids, out);
+}
+
+fbx_status *fbx__onnx_translate_body_io(const fbx_onnx_graph *body, int n_own, const fbx_tensor *own, int n_caps,
+                                        const char *const *names, const fbx_ir_graph *outer, const int *outer_ids,
+                                        fbx_ir_graph **out) {
+  *out = NULL;
+  if (n_own > body->n_inputs) return FBX_ERR_ARG("onnx translate: body has %d inputs, %d expected", body->n_inputs, n_own);
+  fbx_ir_graph *ir = NULL;
+  FBX_TRY(fbx_ir_graph_create(&ir));
+  int *vmap = fbx_malloc(sizeof(int) * (size_t)(body->n_values > 0 ? body->n_values : 1));
+  if (!vmap) { fbx_ir_graph_destroy(ir); return FBX_ERR_OOM(); }
+  for (int i = 0; i < body->n_values; i++) vmap[i] = -1;
+  fbx_status *st = NULL;
+  for (int k = 0; k < n_own && !st; k++) { /* the body's own inputs first, typed by the caller */
+    int v = body->inputs[k], id;
+    st = fbx_ir_graph_add_input(ir, body->values[v].name, own[k].dtype, own[k].rank, own[k].dims, NULL, &id);
+    if (!st) vmap[v] = id;
+  }
+  for (int k = 0; k < n_caps && !st; k++) {
+    const fbx_ir_value *ov = &outer->values[outer_ids[k]];
+    int id;
+    st = fbx_ir_graph_add_input(ir, names[k], ov->dtype, ov->rank, ov->dims,
+                                ov->kind == FBX_IR_VALUE_INPUT ? ov->dim_sym : NULL, &id);
+    for (int i = 0; !st && i < body->n_inputs; i++) {
+      int v = body->inputs[i];
+      if (body->values[v].name && strcmp(body->values[v].name, names[k]) == 0) vmap[v] = id;
+    }
+  }
+  if (!st) st = fbx__onnx_translate_body_nodes(body, ir, vmap);
   fbx_free(vmap);
   if (st) { fbx_ir_graph_destroy(ir); return st; }
   *out = ir;

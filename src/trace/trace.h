@@ -34,8 +34,10 @@ enum {
  * (src/exec/exec_gpuobs.c translates the backend's records). Times: host
  * CLOCK_MONOTONIC ns (fbx_trace_now_ns's clock). */
 typedef struct fbx_trace_op_site fbx_trace_op_site;
+/* The nodes of one captured graph in launch order (fbx_trace_gpu_map_create). */
+typedef struct fbx_trace_gpu_map fbx_trace_gpu_map;
 typedef struct fbx_trace_gpu_act {
-  int kind;                        /* 1 kernel, 2 memcpy, 3 memset */
+  int kind;                        /* 1 kernel, 2 memcpy, 3 memset, 4 a whole graph replay (not split) */
   const char *name;                /* kernel name (copied), or NULL */
   uint64_t start_ns, end_ns;
   uint32_t stream, correlation;
@@ -45,6 +47,7 @@ typedef struct fbx_trace_gpu_act {
   uint64_t bytes;                  /* copies and memsets */
   int32_t copy_kind;               /* 1 HtoD, 2 DtoH, 8 DtoD, else 0 */
   int graph;                       /* replayed from a CUDA graph */
+  const fbx_trace_gpu_map *map;    /* graph records: the launched graph's nodes (NULL: not known) */
 } fbx_trace_gpu_act;
 
 /* ---- events ---- */
@@ -161,10 +164,12 @@ void fbx_trace_session_unclaimed(fbx_trace_session *s, const char *domain, const
                                  const char *node_name, const char *reason);
 /* One Compute: path name ("decode"...), cache event ("HIT"/"MISS"/"RETRACE"/"" for eager). */
 void fbx_trace_session_compute(fbx_trace_session *s, const char *path, const char *cache);
-/* One Compute's device counters (fbx_ir_run_report): buffers the run
+/* One Compute's device counters (fbx_exec_run_report): buffers the run
  * allocated, host synchronisations, backend graphs captured and replayed. */
 void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs, int64_t host_syncs, int64_t captures,
                               int64_t replays);
+/* One Compute ran on ORT's stream (it left the wait for the device to ORT). */
+void fbx_trace_session_stream_run(fbx_trace_session *s);
 /* Memory movement. */
 void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);       /* zero-copy */
 void fbx_trace_session_copy_wrap(fbx_trace_session *s, int64_t count, int64_t bytes);  /* constants */
@@ -229,6 +234,17 @@ void fbx_trace_gpu_drained(bool final);
 int fbx_trace_gpu_capture_write(void);
 /* The op type a site's spans are named by ("MatMul"; "" for NULL): NVTX ranges per node. */
 const char *fbx_trace_op_site_name(const fbx_trace_op_site *site);
+/* (helper "gpuobs2") The nodes of a graph captured from one stream, in the
+ * order their work was captured: kernel_sites[i] launched the graph's i-th
+ * kernel, copy_sites[j] its j-th copy or memset (a site may repeat; NULL: no
+ * node). A replay's records are attributed to nodes by their order within the
+ * replay (a graph captured from one stream is a chain: it runs in capture
+ * order). Arrays copied; the map is the trace's, kept for the process (a
+ * record of a replay may arrive long after its graph is gone); NULL on OOM. */
+fbx_trace_gpu_map *fbx_trace_gpu_map_create(fbx_trace_op_site *const *kernel_sites, int64_t n_kernels,
+                                            fbx_trace_op_site *const *copy_sites, int64_t n_copies);
+/* How the backend's records learn their nodes ("callback", "extcorr", ...): said in the summary. */
+void fbx_trace_gpu_set_mode(const char *mode);
 
 #else /* FBX_TRACE_COMPILED_OUT: every entry point is an empty inline stub */
 
@@ -268,6 +284,7 @@ static inline void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs
                                             int64_t captures, int64_t replays) {
   (void)s; (void)allocs; (void)host_syncs; (void)captures; (void)replays;
 }
+static inline void fbx_trace_session_stream_run(fbx_trace_session *s) { (void)s; }
 static inline void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes) {
   (void)s; (void)count; (void)bytes;
 }
@@ -311,6 +328,12 @@ static inline void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a) { (void)a;
 static inline void fbx_trace_gpu_drained(bool final) { (void)final; }
 static inline int fbx_trace_gpu_capture_write(void) { return 0; }
 static inline const char *fbx_trace_op_site_name(const fbx_trace_op_site *site) { (void)site; return ""; }
+static inline fbx_trace_gpu_map *fbx_trace_gpu_map_create(fbx_trace_op_site *const *kernel_sites, int64_t n_kernels,
+                                                          fbx_trace_op_site *const *copy_sites, int64_t n_copies) {
+  (void)kernel_sites; (void)n_kernels; (void)copy_sites; (void)n_copies;
+  return NULL;
+}
+static inline void fbx_trace_gpu_set_mode(const char *mode) { (void)mode; }
 
 #endif /* FBX_TRACE_COMPILED_OUT */
 

@@ -71,6 +71,21 @@ int fbx__trace_format_op(fbx__sbuf *b, const fbx__rec *r, int pid, int tid, uint
 /* {"name":kind,"ph":"M",...,"args":{"name":name}} */
 void fbx__trace_append_meta(fbx__sbuf *b, const char *kind, int pid, int tid, const char *name);
 
+/* The writer's flush, for events formatted outside the thread buffers (the
+ * GPU module's device records): emit appends one event object (no leading
+ * comma); counted ones are admitted against the event cap like every other
+ * (json NULL: one counted event lost, counted as dropped); room says whether
+ * a counted event would still be admitted (past the cap, skip formatting it).
+ * Valid only during the flush's call of fbx__trace_gpu_process. */
+typedef struct fbx__trace_out {
+  void (*emit)(const char *json, size_t n, bool counted);
+  bool (*room)(void);
+  int pid;
+} fbx__trace_out;
+/* Formats every thread buffer's records and then the device records waiting
+ * in trace_gpu.c (closing its open slices when gpu_final) into the file. */
+void fbx__trace_flush_all(bool gpu_final);
+
 /* Appends one pre-formatted event object (no leading comma) for the calling
  * thread. counted=false bypasses the event cap (metadata, summary). */
 void fbx__trace_emit_raw(const char *json, size_t n, bool counted);
@@ -89,6 +104,8 @@ struct fbx_trace_op_site {
   char *op, *node, *domain, *device, *fast_span, *fast_kernel, *variant_suffix, *composed_op, *composed_reason;
   void *json;                  /* constant JSON pieces (trace_json.c), built at the first flush */
   uint64_t dev_ns, dev_calls;  /* device time of its kernels and executions that had some (trace_gpu.c; atomic adds) */
+  char *dev_json;              /* trace_gpu.c: its device records' constant args, "op":..,"node":..,"node_id":N, */
+  size_t dev_json_len;         /* (escaped once, under trace_gpu.c's builder lock) */
 };
 /* A table of sites, interned by content; the session embeds one. */
 typedef struct fbx__site_table {
@@ -119,6 +136,10 @@ void fbx__trace_session_note_span(const char *name, const char *cat, const fbx_t
 /* Profiler store (trace_profiler.c) */
 void fbx__trace_profiler_record(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
                                 const fbx_trace_arg *args, int n_args);
+/* A device record's event (any thread): linked to ORT's event through its eval, owned by session. */
+void fbx__trace_profiler_record_dev(const char *name, const char *cat, uint64_t t0_ns, uint64_t t1_ns,
+                                    const fbx_trace_arg *args, int n_args, uint64_t eval,
+                                    const fbx_trace_session *session);
 
 /* Records the (wall, cpu) starting point of the util_pct counter, so the very
  * first sample after init already has an interval (trace_counters.c). */
@@ -127,5 +148,17 @@ void fbx__trace_counters_baseline(void);
 /* GPU (trace_gpu.c): reads FUSEBOX_GPU_CAPTURE / FUSEBOX_GPU_CAPTURE_EVAL at
  * init; returns the flags they turn on (FBX_TRACE_F_GPU_CAPTURE | FBX_TRACE_F_NVTX). */
 int fbx__trace_gpu_env(void);
+/* GPU (trace_gpu.c): the session summary's device-time lines (process-wide
+ * totals over the device-side evals so far); nothing when no device record came. */
+void fbx__trace_gpu_summary(fbx__sbuf *o);
+/* GPU (trace_gpu.c): runs the device records that wait (stored binary at
+ * arrival) through the slice builder: their events go to out (the writer's
+ * flush, under its lock) or, out NULL (no trace file), only to the capture
+ * file, ORT's profiler store and the statistics; final also closes the open
+ * slices. Takes the GPU module's locks: never call it holding them. */
+void fbx__trace_gpu_process(const fbx__trace_out *out, bool final);
+/* GPU (trace_gpu.c): the waiting device records processed now, through the
+ * writer when a trace file is open (ORT's profiler calls it before reading). */
+void fbx__trace_gpu_pending_flush(void);
 
 #endif

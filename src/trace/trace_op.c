@@ -56,7 +56,7 @@ static bool site_matches(const fbx_trace_op_site *s, const fbx_trace_op_site_des
 
 static void site_free(fbx_trace_op_site *s) {
   void *f[] = {s->op,          s->node,           s->domain,      s->device,          s->fast_span,
-               s->fast_kernel, s->variant_suffix, s->composed_op, s->composed_reason, s->json};
+               s->fast_kernel, s->variant_suffix, s->composed_op, s->composed_reason, s->json, s->dev_json};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) fbx_free(f[i]);
   fbx_free(s);
 }

@@ -14,7 +14,9 @@ typedef struct fbx_trace_prof_event {
   const char *name, *cat;
   uint64_t t0_ns, t1_ns;            /* fbx_trace_now_ns() clock; t1 == t0 for instants */
   int tid;
-  const fbx_trace_session *session; /* bound on the recording thread, or NULL */
+  const fbx_trace_session *session; /* bound on the recording thread (device records: the node's), or NULL */
+  uint64_t parent;                  /* the ORT event it ran inside (correlation id), 0: not known */
+  const char *parent_name;          /* that event's name ("<fused node>_kernel_time"), or NULL */
   int n_args;
   const char *const *keys;          /* n_args strings each; numbers already formatted */
   const char *const *values;
@@ -27,6 +29,14 @@ typedef void (*fbx_trace_prof_visit_fn)(void *ctx, const fbx_trace_prof_event *e
  * emptied when the last one ends). */
 void fbx_trace_profiler_begin(void);
 void fbx_trace_profiler_end(void);
+/* ORT's event `id` begins / ends on the calling thread (OrtEpProfilerImpl
+ * StartEvent/StopEvent; name: the ended event's, copied). Our events recorded
+ * on a thread inside an open ORT event carry its id and name; device records
+ * carry the id of the event their eval began in (fbx_trace_profiler_eval_parent,
+ * called at the eval's start on the running thread). */
+void fbx_trace_profiler_parent_push(uint64_t id);
+void fbx_trace_profiler_parent_pop(uint64_t id, const char *name);
+void fbx_trace_profiler_eval_parent(uint64_t eval);
 /* Calls fn for every stored event with t0_ns >= since_ns whose session is
  * `session` or NULL (session == NULL: every event). Pointers are valid only
  * during the call. Returns the number of events dropped by the cap so far. */
@@ -35,6 +45,9 @@ int64_t fbx_trace_profiler_collect(uint64_t since_ns, const fbx_trace_session *s
 #else /* compiled out: ORT's profile simply gets no Fusebox events */
 static inline void fbx_trace_profiler_begin(void) {}
 static inline void fbx_trace_profiler_end(void) {}
+static inline void fbx_trace_profiler_parent_push(uint64_t id) { (void)id; }
+static inline void fbx_trace_profiler_parent_pop(uint64_t id, const char *name) { (void)id; (void)name; }
+static inline void fbx_trace_profiler_eval_parent(uint64_t eval) { (void)eval; }
 static inline int64_t fbx_trace_profiler_collect(uint64_t since_ns, const fbx_trace_session *session,
                                                  fbx_trace_prof_visit_fn fn, void *ctx) {
   (void)since_ns; (void)session; (void)fn; (void)ctx;

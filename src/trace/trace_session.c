@@ -53,6 +53,7 @@ struct fbx_trace_session {
   int64_t paths[PATH_N], caches[CACHE_N];
   /* device counters of the runs (fbx_trace_session_device) */
   int64_t dev_runs, dev_allocs, dev_alloc_runs, dev_syncs, dev_max_syncs, graph_captures, graph_replays;
+  int64_t stream_runs;        /* Computes on ORT's stream */
   /* memory */
   int64_t wrap_n, wrap_bytes, cwrap_n, cwrap_bytes;
   int64_t delta_n, delta_bytes, full_n, full_bytes;
@@ -190,6 +191,13 @@ void fbx_trace_session_device(fbx_trace_session *s, int64_t allocs, int64_t host
   pthread_mutex_unlock(&s->mu);
 }
 
+void fbx_trace_session_stream_run(fbx_trace_session *s) {
+  if (__builtin_expect(!s, 1)) return;
+  pthread_mutex_lock(&s->mu);
+  s->stream_runs++;
+  pthread_mutex_unlock(&s->mu);
+}
+
 void fbx_trace_session_wrap(fbx_trace_session *s, int64_t count, int64_t bytes) {
   if (__builtin_expect(!s, 1)) return;
   pthread_mutex_lock(&s->mu);
@@ -316,14 +324,15 @@ static composed_entry *composed_slot(fbx_trace_session *s, const char *op, const
 static void merge_site(void *ctx, const fbx_trace_op_site *site) {
   fbx_trace_session *s = ctx;
   uint64_t calls = __atomic_load_n(&site->calls, __ATOMIC_RELAXED);
-  if (!calls) return;
+  uint64_t dev_calls = __atomic_load_n(&site->dev_calls, __ATOMIC_RELAXED);
+  if (!calls && !dev_calls) return; /* a node replayed from a graph only has device executions */
   op_entry *e = ops_slot(s, site->op);
   if (e) {
-    /* a node whose kernels the device timed counts its device time (trace_gpu.c) */
+    /* a node whose kernels the device timed counts its device time and executions (trace_gpu.c) */
     uint64_t dev = __atomic_load_n(&site->dev_ns, __ATOMIC_RELAXED);
-    e->ns += __atomic_load_n(&site->dev_calls, __ATOMIC_RELAXED) ? dev : __atomic_load_n(&site->ns, __ATOMIC_RELAXED);
-    e->device |= __atomic_load_n(&site->dev_calls, __ATOMIC_RELAXED) != 0;
-    e->calls += (int64_t)calls;
+    e->ns += dev_calls ? dev : __atomic_load_n(&site->ns, __ATOMIC_RELAXED);
+    e->device |= dev_calls != 0;
+    e->calls += (int64_t)(dev_calls ? dev_calls : calls);
   }
   if (site->fast_span) s->fast_n += (int64_t)calls;
   if (site->composed_op) {
@@ -425,12 +434,14 @@ static void summary_text(fbx_trace_session *s, fbx__sbuf *o, op_entry **top_out,
     fbx__sbuf_puts(o, line);
   }
   if (s->dev_runs) { /* "allocs in 1 of N runs": only the first run allocated (the steady state allocates nothing) */
+    char on_stream[64] = ""; /* runs that left the wait to ORT (its stream): their 0 syncs are why */
+    if (s->stream_runs) snprintf(on_stream, sizeof on_stream, "; %lld on ORT's stream", (long long)s->stream_runs);
     snprintf(line, sizeof line,
              "           (graph: %lld capture / %lld replay; %lld allocs in %lld of %lld runs; %lld host syncs, "
-             "at most %lld per run)\n",
+             "at most %lld per run%s)\n",
              (long long)s->graph_captures, (long long)s->graph_replays, (long long)s->dev_allocs,
              (long long)s->dev_alloc_runs, (long long)s->dev_runs, (long long)s->dev_syncs,
-             (long long)s->dev_max_syncs);
+             (long long)s->dev_max_syncs, on_stream);
     fbx__sbuf_puts(o, line);
   }
   fmt_bytes(b1, sizeof b1, s->wrap_bytes);
@@ -481,6 +492,7 @@ static void summary_text(fbx_trace_session *s, fbx__sbuf *o, op_entry **top_out,
              (long long)top[i].calls, top[i].calls == 1 ? "" : "s", top[i].device ? " [device]" : "");
     fbx__sbuf_puts(o, line);
   }
+  fbx__trace_gpu_summary(o); /* device time: span = busy + idle, and how busy time was attributed */
   int64_t dropped = fbx__trace_dropped();
   if (dropped) {
     snprintf(line, sizeof line, "  trace:   %lld event(s) dropped (FUSEBOX_TRACE_MAX_EVENTS=%lld)\n",
@@ -530,6 +542,8 @@ static void summary_events(fbx_trace_session *s, op_entry *top, int n_top, uint6
       FBX_TARG_D("eval_us", (double)s->phase_ns[PH_EVAL] / 1e3), FBX_TARG_I("eval_calls", s->phase_calls[PH_EVAL]),
       FBX_TARG_D("copy_us", (double)s->phase_ns[PH_COPY] / 1e3), FBX_TARG_I("copy_calls", s->phase_calls[PH_COPY]),
       FBX_TARG_I("fast_count", s->fast_n), FBX_TARG_I("composed_count", s->composed_n),
+      FBX_TARG_I("device_runs", s->dev_runs), FBX_TARG_I("host_syncs", s->dev_syncs),
+      FBX_TARG_I("stream_runs", s->stream_runs),
       FBX_TARG_I("recorded_events", fbx__trace_recorded()), FBX_TARG_I("dropped_events", fbx__trace_dropped()),
       FBX_TARG_I("max_events", fbx__trace_max_events),
   };
@@ -588,8 +602,10 @@ void fbx_trace_session_destroy(fbx_trace_session *s) {
   if (__builtin_expect(!s, 1)) return;
   int f = fbx_trace_flags();
   /* events are admitted against the cap at flush time: flush first so the
-   * summary's recorded/dropped counts cover everything recorded so far */
-  fbx_trace_flush();
+   * summary's recorded/dropped counts cover everything recorded so far; the
+   * device records waiting binary (trace_gpu.c) give the sites their device
+   * time there, with or without a trace file */
+  fbx__trace_gpu_pending_flush();
   pthread_mutex_lock(&s->mu);
   fbx__site_table_visit(&s->sites, merge_site, s);
   fbx__sbuf text = {0};
@@ -603,7 +619,7 @@ void fbx_trace_session_destroy(fbx_trace_session *s) {
   pthread_mutex_unlock(&s->mu);
   fbx__sbuf_free(&text);
   fbx_free(top);
-  fbx_trace_flush(); /* every record naming one of our sites is formatted: free them */
+  fbx__trace_gpu_pending_flush(); /* every record naming one of our sites is formatted: free them */
   fbx__site_table_free(&s->sites);
 
   if (tl_current == s) tl_current = NULL;

@@ -8,9 +8,11 @@
  * formatting, no escaping, no shared atomic per event.
  *
  * Flush (fbx_trace_flush: session teardown, exit; a buffer's own thread at
- * its exit; any recording thread once all buffers together pass
- * BUDGET_BYTES): under g_mu, each buffer's chunks are detached, formatted to
- * JSON and written into the one file, which is kept as
+ * its exit; a recording thread once all buffers together pass BUDGET_BYTES,
+ * unless another one is flushing): under g_mu, each buffer's chunks are
+ * detached, formatted to JSON and written into the one file, then the device
+ * records that trace_gpu.c keeps binary (fbx__trace_gpu_process, through
+ * out_emit); the file is kept as
  *     {"traceEvents":[ <event> ,<event> ... \n],"displayTimeUnit":"ms","otherData":{...}}
  * where g_body_end is the offset just past the last event: a drain writes
  * the new events there and rewrites the trailer, so after each flush the file
@@ -298,11 +300,53 @@ static void drain_locked(tbuf *tb) {
   if (g_recorded >= max) __atomic_store_n(&g_full, 1, __ATOMIC_RELAXED);
 }
 
-static void flush_all(void) {
-  pthread_mutex_lock(&g_mu);
+/* Under g_mu (a flush's fbx__trace_gpu_process): one event formatted elsewhere, admitted
+ * against the cap as drain_locked admits records. */
+static void out_emit(const char *json, size_t n, bool counted) {
+  if (!json || (counted && g_recorded >= fbx__trace_max_events)) {
+    if (counted) __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  size_t start = g_fmt.len;
+  fbx__sbuf_put(&g_fmt, ",\n", 2);
+  fbx__sbuf_put(&g_fmt, json, n);
+  if (g_fmt.oom) { /* this event is lost; keep the rest */
+    g_fmt.oom = 0;
+    g_fmt.len = start;
+    if (counted) __atomic_fetch_add(&g_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  if (counted) __atomic_store_n(&g_recorded, g_recorded + 1, __ATOMIC_RELAXED);
+  if (g_fmt.len >= WRITE_BYTES) fmt_write_locked();
+}
+
+static bool out_room(void) { return g_recorded < fbx__trace_max_events; }
+
+/* Under g_mu. */
+static void flush_locked(bool gpu_final) {
   for (tbuf *tb = g_list; tb; tb = tb->next) drain_locked(tb);
+  fbx__trace_out out = {out_emit, out_room, pid_get()};
+  fbx__trace_gpu_process(g_fd >= 0 ? &out : NULL, gpu_final); /* device records: stored binary, formatted here */
+  fmt_write_locked();
+  if (g_recorded >= fbx__trace_max_events) __atomic_store_n(&g_full, 1, __ATOMIC_RELAXED);
   if (g_fd >= 0) write_trailer_locked();
   if (g_fmt.cap > 4 * WRITE_BYTES) fbx__sbuf_free(&g_fmt);
+}
+
+void fbx__trace_flush_all(bool gpu_final) {
+  pthread_mutex_lock(&g_mu);
+  flush_locked(gpu_final);
+  pthread_mutex_unlock(&g_mu);
+}
+static void flush_all(void) { fbx__trace_flush_all(false); }
+
+/* A recording thread found the buffers past BUDGET_BYTES: it flushes, unless
+ * another thread is flushing already (then it records on: that flush or the
+ * next takes its chunks), so a decode loop never waits for a flush that the
+ * profiling library's thread (or another) started. */
+static void flush_budget(void) {
+  if (pthread_mutex_trylock(&g_mu)) return;
+  flush_locked(false);
   pthread_mutex_unlock(&g_mu);
 }
 
@@ -532,7 +576,7 @@ static void record(int kind, bool counted, const char *name, const char *cat, ui
   }
   memset(q, 0, (size_t)(o + size - q)); /* padding: a record's bytes are a pure function of the event */
   tb_unlock(tb);
-  if (__builtin_expect(flush, 0)) flush_all();
+  if (__builtin_expect(flush, 0)) flush_budget();
 }
 
 /* An op record that will not be written: its events count as dropped, its time still counts. */
@@ -607,7 +651,7 @@ void fbx__trace_record_op(fbx_trace_op_site *site, uint64_t t0, uint64_t t1, con
    * fetch. (A prefetch never faults, past the chunk's end included.) */
   for (int k = 0; k < 4; k++) __builtin_prefetch(o + size + 64 * k, 1, 3);
   tb_unlock(tb);
-  if (__builtin_expect(flush, 0)) flush_all();
+  if (__builtin_expect(flush, 0)) flush_budget();
 }
 
 /* An op.worker span (fbx_trace_slice) as the generic record of
@@ -648,7 +692,7 @@ static void record_slice(const char *name, uint64_t t0, uint64_t t1, const int64
   fbx__rec h = {(uint32_t)size, FBX__REC_X, 1, 3, t0, t1};
   memcpy(o, &h, sizeof h);
   tb_unlock(tb);
-  if (__builtin_expect(flush, 0)) flush_all();
+  if (__builtin_expect(flush, 0)) flush_budget();
 }
 
 static void record_meta(tbuf *tb, const char *name) {

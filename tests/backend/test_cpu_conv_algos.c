@@ -116,6 +116,11 @@ static void suite(void) {
       C2(1, 37, 29, 1, 19, 23, 1, 1, 1, 0, 0, 1),
       C2(2, 200, 50, 1, 7, 9, 1, 1, 1, 0, 0, 1),
       C2(1, 16, 32, 1, 48, 48, 1, 1, 1, 0, 0, 1),
+      /* pointwise read in place (AVX-512): several tiles of a deep input with a
+       * masked last panel; one tile split by output channels at 2 threads */
+      C2(1, 300, 20, 1, 40, 39, 1, 1, 1, 0, 0, 1),
+      C2(1, 96, 60, 1, 7, 9, 1, 1, 1, 0, 0, 0),
+      C2(1, 8, 10, 1, 70, 71, 1, 1, 1, 0, 0, 1),    /* over 4096 positions: packed panels again */
       /* depthwise (fast 2D, and the generic loop for dilation / stride 3) */
       C2(1, 19, 19, 19, 21, 35, 3, 1, 1, 1, 1, 1),
       C2(1, 16, 16, 16, 30, 33, 5, 2, 1, 2, 2, 1),
@@ -125,6 +130,16 @@ static void suite(void) {
       C2(1, 5, 5, 5, 9, 140, 3, 1, 1, 1, 1, 1),     /* wide rows: 32-lane blocks where AVX-512 is on, tail 12 */
       C2(2, 3, 3, 3, 11, 270, 5, 2, 1, 2, 2, 1),    /* wide, stride 2, tail */
       C2(1, 4, 4, 4, 7, 64, 3, 1, 1, 1, 1, 0),      /* exactly two 32-lane blocks */
+      /* 3x3 / 5x5 column stride 1 (the 4-row x 32-column kernel where AVX-512 is on):
+       * row blocks 4 / 2 / 1, column blocks 32 + a 16-or-less tail, stride (2, 1) */
+      C2(1, 7, 7, 7, 12, 80, 5, 1, 1, 2, 2, 1),     /* PP-OCR rec: OH 12 = 3 x 4, OW 80 = 32 + 32 + 16 */
+      C2(1, 5, 5, 5, 3, 40, 5, 1, 1, 2, 2, 1),      /* OH 3: one 3-row block, OW 40 = 32 + 8 */
+      C2(1, 3, 3, 3, 9, 17, 3, 1, 1, 1, 0, 1),      /* OW 16: one 16-lane vector; asymmetric pads */
+      C2(1, 2, 2, 2, 5, 33, 3, 1, 1, 0, 1, 0),      /* OW 32 + 1 */
+      C2(1, 3, 3, 3, 6, 20, 5, 1, 1, 2, 2, 1),      /* OH 6 = 3 + 3 */
+      C2(1, 3, 3, 3, 5, 20, 5, 1, 1, 2, 2, 0),      /* OH 5 = 3 + 2 */
+      C2(1, 3, 3, 3, 9, 20, 3, 1, 1, 1, 1, 1),      /* OH 9 = 4 + 3 + 2 */
+      C2(1, 2, 2, 2, 1, 20, 3, 1, 1, 1, 1, 1),      /* OH 1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const cv *c = &cases[i];
@@ -133,6 +148,20 @@ static void suite(void) {
              (long long)c->in[1], (long long)c->k[0], (long long)c->s[0], (long long)c->d[0], (long long)c->pb[0],
              (long long)c->pe[0], c->bias);
     run_case(c, what);
+  }
+  /* stride (2, 1): PP-OCR rec's 5x5 downsampling of H only; 3x3 likewise */
+  const cv s21[] = {
+      {.nd = 2, .N = 1, .C = 6, .M = 6, .G = 6, .in = {12, 80}, .k = {5, 5}, .s = {2, 1}, .d = {1, 1},
+       .pb = {2, 2}, .pe = {2, 2}, .bias = 1},
+      {.nd = 2, .N = 2, .C = 3, .M = 3, .G = 3, .in = {13, 45}, .k = {3, 3}, .s = {2, 1}, .d = {1, 1},
+       .pb = {1, 1}, .pe = {1, 1}, .bias = 1},
+      {.nd = 2, .N = 1, .C = 4, .M = 4, .G = 4, .in = {11, 23}, .k = {5, 5}, .s = {2, 1}, .d = {1, 1},
+       .pb = {1, 2}, .pe = {2, 1}, .bias = 0},
+  };
+  for (size_t i = 0; i < sizeof s21 / sizeof s21[0]; i++) {
+    snprintf(what, sizeof what, "CONV 2D depthwise C%lld %lldx%lld k%lld stride (2, 1)", (long long)s21[i].C,
+             (long long)s21[i].in[0], (long long)s21[i].in[1], (long long)s21[i].k[0]);
+    run_case(&s21[i], what);
   }
   cv c1 = {.nd = 1, .N = 1, .C = 33, .M = 14, .G = 1, .in = {50}, .k = {5}, .s = {2}, .d = {1}, .pb = {2}, .pe = {1}, .bias = 1};
   run_case(&c1, "CONV 1D k5 s2 C33 M14");

@@ -1,6 +1,6 @@
 /* Conv epilogue fusion (exec_fuse_epilogue.c + cpu_conv.c): Conv / depthwise /
  * 1x1 / ConvTranspose followed by an affine Mul+Add, a HardSwish written as
- * Add+Max+Min+Mul+Div, and a residual Add, compiled through fbx_ir_compiled on
+ * Add+Max+Min+Mul+Div, and a residual Add, compiled through fbx_exec_compiled on
  * the CPU backend, must (a) run as one conv step (counted by a wrapper
  * backend) and (b) match a naive double-accumulation reference computed with
  * the same float op order. Also: the eager (unfused) path gives the same
@@ -238,10 +238,10 @@ static void run_case(const conv_case *k) {
   for (int eager = 0; eager < 2; eager++) {
     const char *mode = eager ? "eager, unfused" : "compiled";
     fbx_ir_graph *g = NULL;
-    fbx_ir_compiled *c = NULL;
-    fbx_ir_compile_options opt = {.compile = !eager, .cache_limit = 4};
+    fbx_exec_compiled *c = NULL;
+    fbx_exec_compile_options opt = {.compile = !eager, .cache_limit = 4};
     fbx_status *st = build(k, &d, &g);
-    if (!st) st = fbx_ir_compiled_create(g, &g_wrap, &opt, k->name, &c);
+    if (!st) st = fbx_exec_compiled_create(g, &g_wrap, &opt, k->name, &c);
     else fbx_ir_graph_destroy(g);
     if (st) {
       CHECK(false, "%s: build/create: %s", k->name, fbx_status_message(st));
@@ -250,10 +250,10 @@ static void run_case(const conv_case *k) {
     }
     outs o;
     memset(&o, 0, sizeof o);
-    fbx_ir_run_report rep;
+    fbx_exec_run_report rep;
     memset(&rep, 0, sizeof rep);
     g_runs = g_conv_runs = g_epi_runs = 0;
-    st = fbx_ir_compiled_run(c, in, k->residual ? 2 : 1, out_fn, &o, &rep);
+    st = fbx_exec_compiled_run(c, in, k->residual ? 2 : 1, out_fn, &o, &rep);
     if (st) {
       CHECK(false, "%s [%s]: run: %s", k->name, mode, fbx_status_message(st));
       fbx_status_free(st);
@@ -265,7 +265,7 @@ static void run_case(const conv_case *k) {
         CHECK(ec < 2e-4, "%s [%s]: conv output (a graph output too) matches (max rel err %.2g)", k->name, mode, ec);
       }
       if (!eager) {
-        CHECK(rep.path != FBX_IR_PATH_EAGER && !rep.fell_back, "%s: compiled path (fallback: '%s')", k->name,
+        CHECK(rep.path != FBX_EXEC_PATH_EAGER && !rep.fell_back, "%s: compiled path (fallback: '%s')", k->name,
               rep.fallback_reason);
         if (!k->conv_is_output)
           CHECK(g_runs == 1 && g_epi_runs == 1, "%s: conv + epilogue ran as one step (steps %d, with epilogue %d)",
@@ -274,15 +274,15 @@ static void run_case(const conv_case *k) {
           CHECK(g_epi_runs == 0 && g_runs >= 2, "%s: conv output is a graph output -> not fused (steps %d)", k->name,
                 g_runs);
         for (int i = 0; i < yn && o.buf[0]; i++) o.buf[0][i] = NAN;
-        st = fbx_ir_compiled_run(c, in, k->residual ? 2 : 1, out_fn, &o, &rep);
+        st = fbx_exec_compiled_run(c, in, k->residual ? 2 : 1, out_fn, &o, &rep);
         double e2 = !st && o.buf[0] ? max_err(o.buf[0], ref, yn) : 1e9;
-        CHECK(e2 < 2e-4 && rep.cache == FBX_IR_CACHE_HIT, "%s: second run (cache HIT) matches (max rel err %.2g)",
+        CHECK(e2 < 2e-4 && rep.cache == FBX_EXEC_CACHE_HIT, "%s: second run (cache HIT) matches (max rel err %.2g)",
               k->name, e2);
         fbx_status_free(st);
       }
     }
     for (int i = 0; i < 4; i++) free(o.buf[i]);
-    fbx_ir_compiled_destroy(c);
+    fbx_exec_compiled_destroy(c);
   }
   free(ref);
   free(cref);
@@ -323,6 +323,11 @@ int main(void) {
       {"conv3x3_grouped", false, 1, 6, 9, 10, 10, 3, 3, 1, 1, 1, 3, true, false, false},
       {"conv1x1_sgemm", false, 1, 8, 6, 9, 9, 1, 1, 1, 1, 0, 1, true, true, false},
       {"conv1x1_big_nobias", false, 1, 16, 24, 64, 80, 1, 1, 1, 1, 0, 1, false, true, false},
+      /* epilogue per 12-channel block of the GEMM: 40 = 12 + 12 + 12 + 4 */
+      {"conv1x1_rec_m40_blocks", false, 1, 48, 40, 12, 80, 1, 1, 1, 1, 0, 1, true, true, false},
+      /* the 4-row x 32-column AVX-512 depthwise kernel (stride 1 and (2, 2)->old kernel) */
+      {"depthwise5x5_rows_12x80", false, 1, 6, 6, 12, 80, 5, 5, 1, 1, 2, 6, true, true, false},
+      {"depthwise3x3_rows_6x40", false, 1, 5, 5, 6, 40, 3, 3, 1, 1, 1, 5, true, false, false},
       {"depthwise3x3_avx2_s2", false, 1, 6, 6, 21, 19, 3, 3, 2, 1, 1, 6, true, true, false},
       {"depthwise5x5_avx2_s1", false, 1, 8, 8, 40, 37, 5, 5, 1, 1, 2, 8, true, false, false},
       {"depthwise3x3_dilated_direct", false, 1, 5, 5, 12, 12, 3, 3, 1, 2, 2, 5, true, true, false},

@@ -170,6 +170,25 @@ static void test_ew_dtypes(void) {
   for (int i = 0; i < 5; i++) ok &= fabs(F(&yf)[i] - pow(fv[i], 3)) < 1e-5;
   check(ok, "POW f32 ^ i64");
   tfree(&pe[1]); tfree(&cmp[1]); tfree(&xf); tfree(&yi); tfree(&yb); tfree(&yf);
+  /* pow with a float scalar exponent (2: the splat x*x path; 3 and 0.5: the general one),
+   * odd length (vector tail), negatives, +-0, +-inf, NaN, vs libm in double */
+  float exps[3] = {2.f, 3.f, 0.5f};
+  for (int k = 0; k < 3; k++) {
+    fbx_tensor px[2] = {T(FBX_DTYPE_F32, 1003), tscalar(FBX_DTYPE_F32)}, py = T(FBX_DTYPE_F32, 1003);
+    frand(&px[0]);
+    float sp[6] = {0.f, -0.f, INFINITY, -INFINITY, NAN, -3.5f};
+    memcpy(F(&px[0]) + 997, sp, sizeof sp);
+    F(&px[1])[0] = exps[k];
+    run_ok("pow scalar", FBX_IR_OP_POW, NULL, px, 2, &py, 1);
+    ok = 1;
+    for (int i = 0; i < 1003; i++) {
+      double r = pow((double)F(&px[0])[i], (double)exps[k]), g = F(&py)[i];
+      ok &= isnan(r) ? isnan(g) : isinf(r) ? g == r : fabs(g - r) <= 1e-6 * fmax(1.0, fabs(r));
+      if (r == 0 && exps[k] == 2.f) ok &= !signbit(g); /* (-0)^2 = +0 */
+    }
+    check(ok, "POW f32 ^ f32 scalar %g", exps[k]);
+    tfree(&px[0]); tfree(&px[1]); tfree(&py);
+  }
   /* unsupported combination -> NOTIMPL, no crash */
   fbx_tensor bx = T(FBX_DTYPE_BOOL, 3), by = T(FBX_DTYPE_BOOL, 3);
   fbx_status *st = run_node(FBX_IR_OP_EXP, NULL, &bx, 1, &by, 1, NULL);
@@ -232,6 +251,57 @@ static void test_ew_fused(void) {
   run_ok("fused where", FBX_IR_OP_FUSED_EW, &p2, in2, 2, &yf, 1);
   check(memcmp(yf.data, xv, sizeof(xv)) == 0, "FUSED_EW where(cond, x, x) == x");
   tfree(&in2[0]); tfree(&in2[1]); tfree(&yb); tfree(&yf);
+}
+
+/* Row values in a fused program (cpu_ew.c: blocks stop at row ends where an
+ * operand is broadcast along a long last dim, and an instruction whose
+ * operands are all one value over the block is computed once): RMSNorm's tail
+ * y = x * (1 / sqrt(mean + eps)) * w, plus row-only steps that feed a
+ * non-commutative op with the row value first (Sub) and an integer detour
+ * (Cast to I32, Mul, Cast back), over rows that do not divide the block
+ * (C = 771, 100) and the parallel and serial paths; naive double reference. */
+static void ew_rowval_case(int64_t R, int64_t C) {
+  fbx_ir_ew_instr ins[9] = {
+      {.op = FBX_IR_OP_ADD, .a = 0, .b = 1, .dtype = FBX_DTYPE_F32},          /* 4: mean + eps */
+      {.op = FBX_IR_OP_SQRT, .a = 4, .dtype = FBX_DTYPE_F32},                 /* 5 */
+      {.op = FBX_IR_OP_RECIPROCAL, .a = 5, .dtype = FBX_DTYPE_F32},           /* 6: inv (row) */
+      {.op = FBX_IR_OP_MUL, .a = 2, .b = 6, .dtype = FBX_DTYPE_F32},          /* 7: x * inv */
+      {.op = FBX_IR_OP_MUL, .a = 7, .b = 3, .dtype = FBX_DTYPE_F32},          /* 8: * w */
+      {.op = FBX_IR_OP_CAST, .a = 0, .dtype = FBX_DTYPE_I32, .params = {.ew = {.to = FBX_DTYPE_I32}}}, /* 9 */
+      {.op = FBX_IR_OP_MUL, .a = 9, .b = 9, .dtype = FBX_DTYPE_I32},          /* 10: int(mean)^2 (row) */
+      {.op = FBX_IR_OP_CAST, .a = 10, .dtype = FBX_DTYPE_F32, .params = {.ew = {.to = FBX_DTYPE_F32}}}, /* 11 */
+      {.op = FBX_IR_OP_SUB, .a = 11, .b = 8, .dtype = FBX_DTYPE_F32},         /* 12: row - y */
+  };
+  fbx_ir_ew_program prog = {.n_inputs = 4, .n_instrs = 9, .out_reg = 12, .instrs = ins,
+                            .in_dtypes = {FBX_DTYPE_F32, FBX_DTYPE_F32, FBX_DTYPE_F32, FBX_DTYPE_F32}};
+  fbx_tensor in[4] = {T(FBX_DTYPE_F32, 1, R, 1), tscalar(FBX_DTYPE_F32), T(FBX_DTYPE_F32, 1, R, C),
+                      T(FBX_DTYPE_F32, C)};
+  fbx_tensor y = T(FBX_DTYPE_F32, 1, R, C);
+  for (int64_t r = 0; r < R; r++) F(&in[0])[r] = (float)(0.5 + 7.0 * fabs(rnd()));
+  F(&in[1])[0] = 1e-5f;
+  frand(&in[2]);
+  frand(&in[3]);
+  fbx_ir_params p = {.fused = {.prog = &prog}};
+  char what[96];
+  snprintf(what, sizeof what, "FUSED_EW row values R=%lld C=%lld", (long long)R, (long long)C);
+  run_ok(what, FBX_IR_OP_FUSED_EW, &p, in, 4, &y, 1);
+  double *ref = malloc(sizeof(double) * (size_t)(R * C));
+  for (int64_t r = 0; r < R; r++) {
+    double mean = F(&in[0])[r], inv = 1.0 / sqrt(mean + (double)1e-5f);
+    double iv = (double)((int32_t)F(&in[0])[r] * (int32_t)F(&in[0])[r]);
+    for (int64_t c = 0; c < C; c++)
+      ref[r * C + c] = iv - (double)F(&in[2])[r * C + c] * inv * F(&in[3])[c];
+  }
+  fclose_arr(F(&y), ref, R * C, 1e-5, what);
+  free(ref);
+  tfree(&in[0]); tfree(&in[1]); tfree(&in[2]); tfree(&in[3]); tfree(&y);
+}
+
+static void test_ew_rowval(void) {
+  ew_rowval_case(53, 771); /* 40.9 K elements: the parallel path */
+  ew_rowval_case(3, 100);  /* serial */
+  ew_rowval_case(5, 64);   /* rows at the threshold */
+  ew_rowval_case(40, 63);  /* under it: blocks across rows, as before */
 }
 
 /* ---- MATMUL ---- */
@@ -350,6 +420,7 @@ int main(void) {
   test_ew_broadcast();
   test_ew_dtypes();
   test_ew_fused();
+  test_ew_rowval();
   test_matmul();
   return test_finish("cpu ew+matmul");
 }

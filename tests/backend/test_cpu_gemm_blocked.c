@@ -9,12 +9,12 @@
  * FUSEBOX_AVX512=0, so both the 12x32 AVX-512 and the 6x16 AVX2 kernels are
  * checked by one run (each pass prints which kernels it used). */
 #include <math.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend/cpu/cpu_gemm.h"
 #include "backend/cpu/cpu_gemm_avx512.h"
 #include "backend/cpu_test_util.h"
+#include "common/isa_rerun.h"
 
 /* C_ref(M,N) = alpha * op(A) op(B) + beta * C0 + bias (double accumulation);
  * element (m, k) of op(A) is A[ta ? k*lda + m : m*lda + k]. */
@@ -175,31 +175,17 @@ int main(int argc, char **argv) {
   test_setup(3);
   test_gemm_shapes(g_be->ctx);
   mm_case(1, 200, 200, 300, 0, 0, 1, "gemm_f32_blocked_packed_b");
-  mm_case(1, 128, 200, 300, 0, 0, 1, "gemm_f32_packed_small_m");
+  mm_case(1, 128, 200, 300, 0, 0, 1, fbx_cpu_avx512_enabled() ? "gemm_f32_blocked_packed_b" : "gemm_f32_packed_small_m");
   mm_case(1, 170, 70, 40, 0, 1, 1, "gemm_f32_blocked_packed_b");
   mm_case(3, 20, 50, 30, 1, 0, 1, "gemm_f32_blocked_packed_b");
   mm_case(12, 128, 128, 64, 0, 1, 0, "gemm_f32_blocked");
   mm_case(12, 128, 64, 128, 0, 0, 0, "gemm_f32_blocked");
   mm_case(2, 7, 9, 11, 1, 1, 0, "gemm_f32_blocked");
-  mm_case(1, 40, 300, 100, 0, 0, 1, "gemm_f32_packed_small_m");
+  mm_case(1, 40, 300, 100, 0, 0, 1, fbx_cpu_avx512_enabled() ? "gemm_f32_blocked_packed_b" : "gemm_f32_packed_small_m");
+  mm_case(1, 8, 300, 100, 0, 0, 1, "gemm_f32_packed_small_m");
   mm_case(1, 150, 1, 77, 0, 0, 0, "gemv_f32_mat_vec");
   mm_case(4, 33, 1, 20, 0, 1, 0, "gemv_f32_mat_vec");
   mm_case(2, 33, 1, 20, 1, 0, 0, "gemm_f32_blocked");
   int rc = test_finish(fbx_cpu_avx512_enabled() ? "cpu blocked gemm (AVX-512)" : "cpu blocked gemm (AVX2)");
-  if (fbx_cpu_avx512_enabled() && !getenv("FUSEBOX_AVX512")) { /* the AVX2 pass */
-    setenv("FUSEBOX_AVX512", "0", 1);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-    int ws = 0;
-    if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-      fprintf(stderr, "FAIL: the AVX2 pass (FUSEBOX_AVX512=0) failed\n");
-      rc = 1;
-    }
-  }
-  return rc;
+  return fbx_test_rerun_avx2(fbx_cpu_avx512_enabled(), argv, rc);
 }

@@ -3,7 +3,8 @@
  * low nibble first along K per block, default zero point 2^(bits-1)), over bits 4 / 8,
  * block sizes 16..128, zero points absent / packed uint8 / float, K a multiple of the
  * block or not, odd N, M 1..64 (decode GEMV, the 4-row kernels, the prefill paths),
- * bias or not, accuracy_level 0 and 4, and every instruction-set path the CPU has,
+ * bias or not, prefill sizes that cross the GEMMs' blocks (M 45 / 300, K 900 / 1000, N 97 / 301),
+ * accuracy_level 0 and 4, and every instruction-set path the CPU has,
  * forced one by one with fbx_cpu_mnb_isa_cap (portable C, AVX2, AVX-512, AVX-512 VNNI).
  *
  * References and tolerances, per output element:
@@ -11,9 +12,11 @@
  *     computes sum_b s_b sum_k q_k a_k - sum_b s_b z_b sum_k a_k, so rounding scales
  *     with the magnitudes of both terms: |err| <= 4e-6 * sum_k |a_k| s_b (q_k + |z_b|)
  *     + 1e-5 (each of the <= K/8 partial sums and block sums rounds once; 4e-6 is
- *     ~32 ulp of that magnitude).
- *   (level 4 with M >= 8, 4-bit weights and integer zero points runs the VNNI int8 GEMM
- *   of cpu_mnb_gemm512.c where the CPU has it: same bound.)
+ *     ~32 ulp of that magnitude). The level-0 prefill GEMM (M >= 8) dequantises each
+ *     weight to float first (q s - s z: two roundings of at most s (q + |z|) 2^-24) and
+ *     sums a_k w_k in float32 FMAs: inside the same bound.
+ *   (level 4 with M >= 8, 4-bit weights and integer zero points runs the int8 GEMM
+ *   of cpu_mnb_gemm512.c (VNNI) or cpu_mnb_gemm_avx2.c: same bound.)
  *   level 4: A is quantised per block exactly as ORT's CPU kernel does it (scale_a =
  *     max|a| / 127 in float, codes = nearbyintf(a * (127 / max|a|)) clamped to +-127),
  *     then y = sum_b s_b scale_a,b sum_k (q_k - z_b) qa_k + bias in double: the integer
@@ -140,9 +143,10 @@ static void run_case(const mnb_case *c, const char *want, const char *isa_name) 
 
 /* The kernel variant a case must take on an ISA (substring of info.variant). */
 static const char *want_variant(const mnb_case *c, fbx__mnb_isa isa) {
-  if (c->level != 4 && c->M >= 8) return "panel_sgemm";
+  if (c->level != 4 && c->M >= 8) return "sliver_gemm";
   if (isa == FBX__MNB_PORTABLE) return "portable";
-  if (c->level == 4 && c->M >= 8 && isa >= FBX__MNB_VNNI512 && c->bits == 4 && c->zp != 2) return "int8_gemm_vnni512";
+  if (c->level == 4 && c->M >= 8 && c->bits == 4 && c->zp != 2)
+    return isa >= FBX__MNB_VNNI512 ? "int8_gemm_vnni512" : "int8_gemm_avx2";
   int c32 = c->bits == 4 && c->bs >= 32;
   if (c->level == 4) return c32 ? (isa >= FBX__MNB_VNNI512 ? "int4_int8_vnni512" : "int4_int8_avx2") : "int8_avx2";
   return c32 && isa >= FBX__MNB_AVX512 ? "f32_avx512" : "f32_avx2";
@@ -183,8 +187,33 @@ int main(void) {
         run_case(&c, want_variant(&c, isa), names[isa]);
         cases += 2;
       }
+    /* the prefill GEMMs at sizes that cross their blocks: M over the level-0 GEMM's 256-row
+     * blocks and 32-row pairs (45, 300), N over its 48-column tasks and 12 / 6-column slivers,
+     * K over its 256-value blocks, a partial last quant block (K 900 = 28 x 32 + 4) */
+    for (int level = 0; level <= 4; level += 4)
+      for (int zp = 0; zp < 3; zp++) {
+        mnb_case c = {.M = zp == 1 ? 300 : 45, .K = 900, .N = 301, .bits = 4, .bs = 32, .zp = zp, .bias = zp != 2,
+                      .level = level};
+        run_case(&c, want_variant(&c, isa), names[isa]);
+        c.bits = 8, c.bs = 64, c.K = 1000, c.N = 97;
+        run_case(&c, want_variant(&c, isa), names[isa]);
+        cases += 2;
+      }
   }
   fbx_cpu_mnb_isa_cap(FBX__MNB_VNNI512);
+  /* the prefill GEMMs' per-worker scratch and task split on other pool sizes */
+  static const int pools[] = {1, 3};
+  for (int pi = 0; pi < 2; pi++) {
+    fbx_backend_destroy(g_be);
+    test_setup(pools[pi]);
+    for (int level = 0; level <= 4; level += 4) {
+      mnb_case c = {.M = 45, .K = 900, .N = 301, .bits = 4, .bs = 32, .zp = 1, .bias = 1, .level = level};
+      run_case(&c, want_variant(&c, top), pools[pi] == 1 ? "1 thread" : "3 threads");
+      c.N = 128, c.M = 8, c.zp = 0;
+      run_case(&c, want_variant(&c, top), pools[pi] == 1 ? "1 thread" : "3 threads");
+      cases += 2;
+    }
+  }
   fbx_backend_destroy(g_be);
   printf("test_cpu_mnb: %d cases, %d checks passed, %d failed\n", cases, g_pass, g_fail);
   return g_fail ? 1 : 0;

@@ -264,6 +264,36 @@ static void test_pool_resize(void) {
     fclose_arr(F(&y), ref, 2 * OH * OW, 1e-6, inc ? "AVGPOOL count_include_pad=1" : "AVGPOOL count_include_pad=0");
   }
   tfree(&y);
+  /* avgpool with every window inside the input (the avgpool2d_inside path): PP-OCR rec's
+   * kernel (3, 2) stride (3, 2), an overlapping 3x3 stride 1, and a window short of the edge */
+  {
+    const struct { int64_t H, W, KH, KW, SH, SW; } ap[] = {{6, 20, 3, 2, 3, 2}, {7, 9, 3, 3, 1, 1}, {8, 11, 2, 3, 3, 2}};
+    for (size_t t = 0; t < sizeof ap / sizeof ap[0]; t++) {
+      int64_t aoh = (ap[t].H - ap[t].KH) / ap[t].SH + 1, aow = (ap[t].W - ap[t].KW) / ap[t].SW + 1;
+      fbx_tensor ax = T(FBX_DTYPE_F32, 2, 3, ap[t].H, ap[t].W), ay = T(FBX_DTYPE_F32, 2, 3, aoh, aow);
+      frand(&ax);
+      fbx_ir_params ps = {.conv = {.nd = 2, .kernel = {ap[t].KH, ap[t].KW}, .strides = {ap[t].SH, ap[t].SW},
+                                   .dilations = {1, 1}, .count_include_pad = (int)(t % 2)}};
+      run_ok("avgpool inside", FBX_IR_OP_AVGPOOL, &ps, &ax, 1, &ay, 1);
+      double *aref = malloc(sizeof(double) * (size_t)(6 * aoh * aow));
+      for (int64_t c = 0; c < 6; c++)
+        for (int64_t oh = 0; oh < aoh; oh++)
+          for (int64_t ow = 0; ow < aow; ow++) {
+            double sum = 0;
+            for (int64_t kh = 0; kh < ap[t].KH; kh++)
+              for (int64_t kw = 0; kw < ap[t].KW; kw++)
+                sum += F(&ax)[(c * ap[t].H + oh * ap[t].SH + kh) * ap[t].W + ow * ap[t].SW + kw];
+            aref[(c * aoh + oh) * aow + ow] = sum / (double)(ap[t].KH * ap[t].KW);
+          }
+      char what[96];
+      snprintf(what, sizeof what, "AVGPOOL inside %lldx%lld k%lldx%lld s%lldx%lld", (long long)ap[t].H,
+               (long long)ap[t].W, (long long)ap[t].KH, (long long)ap[t].KW, (long long)ap[t].SH, (long long)ap[t].SW);
+      fclose_arr(F(&ay), aref, 6 * aoh * aow, 1e-6, what);
+      free(aref);
+      tfree(&ax);
+      tfree(&ay);
+    }
+  }
   fbx_tensor gy = T(FBX_DTYPE_F32, 1, 2, 1, 1);
   run_ok("gap", FBX_IR_OP_GLOBAL_AVGPOOL, NULL, &x, 1, &gy, 1);
   for (int c = 0; c < 2; c++) { double s = 0; for (int i = 0; i < H * W; i++) s += F(&x)[c * H * W + i]; ref[c] = s / (H * W); }

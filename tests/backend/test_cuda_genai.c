@@ -17,12 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/backend_cuda.h"
 #include "common/check.h"
+#include "common/cuda_fork.h"
 #include "ir/ir_shape.h"
 
 static fbx_backend *g_cpu, *g_cuda;
@@ -269,6 +268,8 @@ static void test_mnb(void) {
       }
   mnb_case(1, 896, 4864, 4, 32, 1, 4, false);  /* Qwen2.5-0.5B's gate/up at decode */
   mnb_case(1, 4864, 896, 4, 32, 1, 0, true);   /* its down projection */
+  mnb_case(1, 1700, 45, 4, 32, 1, 0, false);   /* split-K GEMV over 2 warps: a partial block, N % 4 != 0 */
+  mnb_case(1, 1600, 130, 8, 64, 2, 0, true);   /* split-K over 4 warps, 8 bits, float zero points */
   mnb_case(4, 1024, 700, 8, 128, 0, 0, false);
   mnb_case(64, 896, 1000, 4, 64, 2, 0, true);  /* prefill: dequantised chunks + cuBLASLt */
   mnb_case(17, 4096, 4200, 4, 128, 0, 0, true); /* two 4096-column chunks of 64 MiB scratch (the last partial) */
@@ -555,6 +556,52 @@ static void test_skipnorm(void) {
 
 /* ============================== declines, errors, memory ============================== */
 
+/* ============================ integer REDUCE_SUM ============================ */
+
+/* GenAI's seqlens_k chain starts with ReduceSum over the int64 attention mask; on a GPU
+ * OrtEpDevice the mask is in device memory, so the sum runs there. Checked against the exact
+ * sum computed here (and the CPU backend), int64 and int32, wrap-around included. */
+static void int_reduce_case(fbx_dtype dt, int64_t rows, int64_t cols, bool big) {
+  char what[128];
+  snprintf(what, sizeof what, "REDUCE_SUM %s (%lld, %lld) axis 1%s", fbx_dtype_name(dt), (long long)rows,
+           (long long)cols, big ? " (wraps)" : "");
+  fbx_ir_params p = {.reduce = {.axes_mask = 1u << 1, .keepdims = 1}};
+  fbx_ir_node nd = mknode(FBX_IR_OP_REDUCE_SUM, &p, 1, 1, what);
+  fbx_tensor in[1] = {T(dt, rows, cols)}, cu[1], cp[1];
+  for (int64_t i = 0; i < rows * cols; i++) {
+    int64_t v = big ? (int64_t)0x7ffffff0 + rndi(1000) : rndi(3) == 0 ? 0 : 1 + rndi(1000) - 500;
+    if (dt == FBX_DTYPE_I64) ((int64_t *)in[0].data)[i] = big ? v << 31 : v;
+    else ((int32_t *)in[0].data)[i] = (int32_t)v;
+  }
+  fbx_kernel_info info = {0};
+  if (run_both(what, &nd, in, 1, 0, NULL, cu, cp, 1, &info)) {
+    int bad = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      uint64_t s = 0; /* two's complement: the wrap of the CPU's integer arithmetic */
+      for (int64_t c = 0; c < cols; c++)
+        s += dt == FBX_DTYPE_I64 ? (uint64_t)((int64_t *)in[0].data)[r * cols + c]
+                                 : (uint64_t)(int64_t)((int32_t *)in[0].data)[r * cols + c];
+      int64_t got = dt == FBX_DTYPE_I64 ? ((int64_t *)cu[0].data)[r] : ((int32_t *)cu[0].data)[r];
+      int64_t want = dt == FBX_DTYPE_I64 ? (int64_t)s : (int64_t)(int32_t)(uint32_t)s;
+      int64_t cpu = dt == FBX_DTYPE_I64 ? ((int64_t *)cp[0].data)[r] : ((int32_t *)cp[0].data)[r];
+      bad += got != want || (!big && cpu != want);
+    }
+    CHECK(!bad, "%s: %d row(s) differ from the exact sum", what, bad);
+    CHECK(info.variant && !strcmp(info.variant, "reduce_sum_int_block"), "%s: variant %s", what,
+          info.variant ? info.variant : "(none)");
+    free(cu[0].data), free(cp[0].data);
+  }
+  free_in(in, 1);
+}
+
+static void test_int_reduce(void) {
+  int_reduce_case(FBX_DTYPE_I64, 1, 193, false); /* (batch, total) mask of a decode step */
+  int_reduce_case(FBX_DTYPE_I64, 3, 1000, false);
+  int_reduce_case(FBX_DTYPE_I32, 5, 777, false);
+  int_reduce_case(FBX_DTYPE_I32, 2, 300, true);
+  int_reduce_case(FBX_DTYPE_I64, 2, 300, true);
+}
+
 static void test_declines_errors(void) {
   char why[256];
   fbx_ir_params pm = {.nbits = {.K = 32, .N = 8, .bits = 4, .block_size = 32}};
@@ -642,80 +689,39 @@ static fbx_status *open_backends(void) {
   return fbx_cpu_backend_create(&o, &g_cpu);
 }
 
-static int run_section(const char *name, void (*fn)(void)) {
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    fbx_status *st = open_backends();
-    if (st) {
-      fprintf(stderr, "%s: cannot open backends: %s\n", name, fbx_status_message(st));
-      _exit(1);
-    }
-    fn();
-    CHECK(g_cuda->vt->memory_in_use(g_cuda) == 0, "%s: cuda memory_in_use back to 0 (%zu)", name,
-          g_cuda->vt->memory_in_use(g_cuda));
-    g_sh->passed += passed;
-    g_sh->failed += failed;
-    fbx_backend_destroy(g_cuda);
-    fbx_backend_destroy(g_cpu);
-    fflush(stdout);
-    _exit(failed ? 1 : 0);
+/* One section in a forked child (common/cuda_fork.h): opens the backends, runs
+ * it, adds its counts to the shared page. */
+static int section_child(void *ctx) {
+  void (*fn)(void) = *(void (**)(void))ctx;
+  fbx_status *st = open_backends();
+  if (st) {
+    fprintf(stderr, "test_cuda_genai: cannot open backends: %s\n", fbx_status_message(st));
+    return 1;
   }
-  int ws = 0;
-  if (pid < 0 || waitpid(pid, &ws, 0) != pid) return 1;
-  bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-  printf("test_cuda_genai: section %-10s %s\n", name, ok ? "ok" : "FAILED");
-  if (!WIFEXITED(ws)) g_sh->failed++;
-  return ok ? 0 : 1;
+  fn();
+  CHECK(g_cuda->vt->memory_in_use(g_cuda) == 0, "cuda memory_in_use back to 0 (%zu)", g_cuda->vt->memory_in_use(g_cuda));
+  g_sh->passed += passed;
+  g_sh->failed += failed;
+  fbx_backend_destroy(g_cuda);
+  fbx_backend_destroy(g_cpu);
+  return failed ? 1 : 0;
+}
+
+static int run_section(const char *name, void (*fn)(void)) {
+  int r = fbx_test_fork_section("test_cuda_genai", name, section_child, &fn);
+  if (r == 2) g_sh->failed++; /* crashed: counts as a failure */
+  return r ? 1 : 0;
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = 0;
-  char *slash = strrchr(exe, '/');
-  if (slash) *slash = 0;
-  snprintf(g_lib, sizeof g_lib, "%s/../libfusebox_cuda.so", slash ? exe : ".");
-  /* a device at all? asked in a child so this process never initialises CUDA before fork */
-  int pfd[2];
-  if (pipe(pfd)) return 1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pfd[0]);
-    fbx_cuda_options co = {.device_id = 0, .library = g_lib};
-    fbx_status *st = fbx_cuda_backend_open(&co, &g_cuda);
-    char msg[1024];
-    int code = st ? (fbx_status_code_of(st) == FBX_STATUS_NOT_IMPLEMENTED ? 2 : 1) : 0;
-    snprintf(msg, sizeof msg, "%s", st ? fbx_status_message(st) : "");
-    if (write(pfd[1], msg, strlen(msg)) < 0) code = 1;
-    fbx_status_free(st);
-    fbx_backend_destroy(g_cuda);
-    _exit(code);
-  }
-  close(pfd[1]);
-  char msg[1024] = "";
-  ssize_t got = read(pfd[0], msg, sizeof msg - 1);
-  msg[got > 0 ? got : 0] = 0;
-  close(pfd[0]);
-  int ws = 0;
-  if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws)) {
-    printf("test_cuda_genai: FAIL: probing the device crashed\n");
-    return 1;
-  }
-  if (WEXITSTATUS(ws) == 2) {
-    printf("test_cuda_genai: SKIP: %s\n", msg);
-    return 0;
-  }
-  if (WEXITSTATUS(ws) != 0) {
-    printf("test_cuda_genai: FAIL: %s\n", msg);
-    return 1;
-  }
+  fbx_test_cuda_library(g_lib, sizeof g_lib);
+  int probe = fbx_test_cuda_probe("test_cuda_genai", g_lib); /* in a child: this process never initialises CUDA */
+  if (probe != FBX_TEST_CUDA_RUN) return probe == FBX_TEST_CUDA_SKIP ? 0 : 1;
   g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (g_sh == MAP_FAILED) return 1;
   memset(g_sh, 0, sizeof *g_sh);
   static const struct { const char *name; void (*fn)(void); } sections[] = {
-      {"mnb", test_mnb}, {"gqa", test_gqa}, {"rope", test_rope}, {"skipnorm", test_skipnorm},
+      {"mnb", test_mnb}, {"int_reduce", test_int_reduce}, {"gqa", test_gqa}, {"rope", test_rope}, {"skipnorm", test_skipnorm},
       {"errors", test_declines_errors},
   };
   int bad = 0;

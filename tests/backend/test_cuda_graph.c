@@ -36,16 +36,16 @@ static void fill(int k) {
 }
 
 typedef struct pair {
-  fbx_ir_compiled *c, *ref;
+  fbx_exec_compiled *c, *ref;
   outs o, ro;
   int64_t captures, replays;
 } pair;
 
-static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_ir_run_report *r, fbx_status **st) {
+static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_exec_run_report *r, fbx_status **st) {
   fbx_tensor in[2] = {T3(1, S, D, X), T3(1, P, D, PAST)};
-  fbx_ir_run_report rr;
-  *st = fbx_ir_compiled_run(pp->c, in, 2, out_fn, &pp->o, r);
-  if (!*st) *st = fbx_ir_compiled_run(pp->ref, in, 2, out_fn, &pp->ro, &rr);
+  fbx_exec_run_report rr;
+  *st = fbx_exec_compiled_run(pp->c, in, 2, out_fn, &pp->o, r);
+  if (!*st) *st = fbx_exec_compiled_run(pp->ref, in, 2, out_fn, &pp->ro, &rr);
   if (*st) return false;
   pp->captures += r->graph_captures;
   pp->replays += r->graph_replays;
@@ -57,16 +57,16 @@ static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_ir_run_report *r, fbx_s
 }
 
 static void pair_free(pair *pp) {
-  fbx_ir_compiled_destroy(pp->c);
-  fbx_ir_compiled_destroy(pp->ref);
+  fbx_exec_compiled_destroy(pp->c);
+  fbx_exec_compiled_destroy(pp->ref);
   for (int i = 0; i < 3; i++) fbx_free(pp->o.buf[i]), fbx_free(pp->ro.buf[i]);
 }
 
 static bool pair_make(pair *pp, bool decoder, fbx_backend *cuda, fbx_backend *cpu) {
   memset(pp, 0, sizeof *pp);
-  fbx_ir_compile_options go = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
-  fbx_status *st = fbx_ir_compiled_create(fbx_test_graph_kv(decoder, 4, 5, W), cuda, &go, "kv_cuda", &pp->c);
-  if (!st) st = fbx_ir_compiled_create(fbx_test_graph_kv(decoder, 4, 5, W), cpu, &co, "kv_cpu", &pp->ref);
+  fbx_exec_compile_options go = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
+  fbx_status *st = fbx_exec_compiled_create(fbx_test_graph_kv(decoder, 4, 5, W), cuda, &go, "kv_cuda", &pp->c);
+  if (!st) st = fbx_exec_compiled_create(fbx_test_graph_kv(decoder, 4, 5, W), cpu, &co, "kv_cpu", &pp->ref);
   CHECK(!st, "create: %s", st ? fbx_status_message(st) : "");
   fbx_status_free(st);
   return !st;
@@ -79,7 +79,7 @@ static void test_static(fbx_backend *cuda, fbx_backend *cpu) {
   int bad = 0, first_capture = -1;
   for (int k = 0; k < 10 && !st; k++) {
     fill(k);
-    fbx_ir_run_report r;
+    fbx_exec_run_report r;
     if (!run_pair(&pp, 4, 5, &r, &st)) bad++;
     if (r.graph_captures && first_capture < 0) first_capture = k;
     if (first_capture >= 0 && k > first_capture && (!r.graph_replays || r.allocs || r.host_syncs != 1)) bad++;
@@ -98,11 +98,11 @@ static void test_decode(fbx_backend *cuda, fbx_backend *cpu) {
   pair pp;
   if (!pair_make(&pp, true, cuda, cpu)) return;
   fbx_status *st = NULL;
-  fbx_ir_run_report r;
+  fbx_exec_run_report r;
   int bad = 0, bad_sync = 0, last_alloc = -1;
   for (int k = 0; k < 64 && !st; k++) { /* past 8 .. 71 */
     fill(k);
-    if (!run_pair(&pp, 1, 8 + k, &r, &st) || r.path != FBX_IR_PATH_DECODE) bad++;
+    if (!run_pair(&pp, 1, 8 + k, &r, &st) || r.path != FBX_EXEC_PATH_DECODE) bad++;
     if (r.host_syncs != 1) bad_sync++;
     if (r.allocs) last_alloc = k;
   }

@@ -13,12 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/backend_cuda.h"
 #include "common/check.h"
+#include "common/cuda_fork.h"
 #include "exec/exec_compiled.h"
 
 static fbx_backend *g_cpu, *g_cuda;
@@ -628,74 +627,34 @@ static fbx_status *open_backends(void) {
   return fbx_cpu_backend_create(&o, &g_cpu);
 }
 
-static int run_section(const char *name, void (*fn)(void)) {
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    fbx_status *st = open_backends();
-    if (st) {
-      fprintf(stderr, "%s: cannot open backends: %s\n", name, fbx_status_message(st));
-      _exit(1);
-    }
-    if (fn) fn();
-    memcpy(g_sh->tested, g_tested, sizeof g_tested);  /* sections run one at a time */
-    g_sh->passed += passed;
-    g_sh->failed += failed;
-    fbx_backend_destroy(g_cuda);
-    fbx_backend_destroy(g_cpu);
-    fflush(stdout);
-    _exit(failed ? 1 : 0);
+/* One section in a forked child (common/cuda_fork.h): opens the backends, runs
+ * it, adds its counts to the shared page. */
+static int section_child(void *ctx) {
+  void (*fn)(void) = *(void (**)(void))ctx;
+  fbx_status *st = open_backends();
+  if (st) {
+    fprintf(stderr, "test_cuda_ops: cannot open backends: %s\n", fbx_status_message(st));
+    return 1;
   }
-  int ws = 0;
-  if (pid < 0 || waitpid(pid, &ws, 0) != pid) return 1;
-  bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-  printf("test_cuda_ops: section %-10s %s\n", name, ok ? "ok" : "FAILED");
-  if (!WIFEXITED(ws)) g_sh->failed++; /* crashed: counts as a failure */
-  return ok ? 0 : 1;
+  if (fn) fn();
+  memcpy(g_sh->tested, g_tested, sizeof g_tested); /* sections run one at a time */
+  g_sh->passed += passed;
+  g_sh->failed += failed;
+  fbx_backend_destroy(g_cuda);
+  fbx_backend_destroy(g_cpu);
+  return failed ? 1 : 0;
+}
+
+static int run_section(const char *name, void (*fn)(void)) {
+  int r = fbx_test_fork_section("test_cuda_ops", name, section_child, &fn);
+  if (r == 2) g_sh->failed++; /* crashed: counts as a failure */
+  return r ? 1 : 0;
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = 0;
-  char *slash = strrchr(exe, '/');
-  if (slash) *slash = 0;
-  snprintf(g_lib, sizeof g_lib, "%s/../libfusebox_cuda.so", slash ? exe : ".");
-  /* Is there a device at all? Asked in a child so this process never initialises CUDA before fork. */
-  int pfd[2];
-  if (pipe(pfd)) return 1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pfd[0]);
-    fbx_cuda_options co = {.device_id = 0, .library = g_lib};
-    fbx_status *st = fbx_cuda_backend_open(&co, &g_cuda);
-    char msg[1024];
-    int code = st ? (fbx_status_code_of(st) == FBX_STATUS_NOT_IMPLEMENTED ? 2 : 1) : 0;
-    snprintf(msg, sizeof msg, "%s", st ? fbx_status_message(st) : "");
-    if (write(pfd[1], msg, strlen(msg)) < 0) code = 1;
-    fbx_status_free(st);
-    fbx_backend_destroy(g_cuda);
-    _exit(code);
-  }
-  close(pfd[1]);
-  char msg[1024] = "";
-  ssize_t got = read(pfd[0], msg, sizeof msg - 1);
-  msg[got > 0 ? got : 0] = 0;
-  close(pfd[0]);
-  int ws = 0;
-  if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws)) {
-    printf("test_cuda_ops: FAIL: probing the device crashed\n");
-    return 1;
-  }
-  if (WEXITSTATUS(ws) == 2) {
-    printf("test_cuda_ops: SKIP: %s\n", msg);
-    return 0;
-  }
-  if (WEXITSTATUS(ws) != 0) {
-    printf("test_cuda_ops: FAIL: %s\n", msg);
-    return 1;
-  }
+  fbx_test_cuda_library(g_lib, sizeof g_lib);
+  int probe = fbx_test_cuda_probe("test_cuda_ops", g_lib); /* in a child: this process never initialises CUDA */
+  if (probe != FBX_TEST_CUDA_RUN) return probe == FBX_TEST_CUDA_SKIP ? 0 : 1;
   g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (g_sh == MAP_FAILED) return 1;
   memset(g_sh, 0, sizeof *g_sh);

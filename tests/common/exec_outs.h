@@ -12,7 +12,7 @@
 
 typedef struct outs { float *buf[4]; size_t bytes[4]; } outs; /* per graph output index, < 4 */
 
-/* The fbx_ir_compiled_run output callback: ctx is an outs. */
+/* The fbx_exec_compiled_run output callback: ctx is an outs. */
 static inline fbx_status *out_fn(void *ctx, int idx, const fbx_tensor *t, void **data, int *same_as_input) {
   (void)same_as_input; /* the test's own buffers: never an input's */
   outs *o = ctx;

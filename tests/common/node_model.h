@@ -23,13 +23,14 @@
 
 typedef struct nm_attr {
   const char *name;
-  int type;  // 1 float, 2 int, 3 string, 6 floats, 8 strings
+  int type;  // 1 float, 2 int, 3 string, 6 floats, 7 ints, 8 strings
   float f;
   int64_t i;
   const char *s;
   const float *fs;           // floats
+  const int64_t *is;         // ints
   const char *const *ss;     // strings
-  int n;                     // count of fs / ss
+  int n;                     // count of fs / is / ss
 } nm_attr;
 
 typedef struct nm_model {
@@ -109,6 +110,8 @@ static inline int nm_write(const nm_model *m, const char *path) {
     else if (a->type == 2) pbw_int(&at, 3, a->i);
     else if (a->type == 6)
       for (int k = 0; k < a->n; k++) pbw_f32(&at, 7, a->fs[k]);
+    else if (a->type == 7)
+      for (int k = 0; k < a->n; k++) pbw_int(&at, 8, a->is[k]);
     else if (a->type == 8)
       for (int k = 0; k < a->n; k++) pbw_str(&at, 9, a->ss[k]);
     else pbw_str(&at, 4, a->s);

@@ -616,6 +616,7 @@ char *fbx_host_session_assignment(fbx_host_session *s, fbx_host_assign **nodes, 
       arr[k].node = strdup(nm ? nm : "");
       arr[k].domain = strdup(dom ? dom : "");
       arr[k].op_type = strdup(op ? op : "");
+      arr[k].subgraph = (int)i;
     }
   }
   *nodes = arr;

@@ -108,6 +108,11 @@ typedef struct fbx_host_session_opts {
 enum { FBX_HOST_DEVICES_ALL = 0, FBX_HOST_DEVICES_CPU = 1, FBX_HOST_DEVICES_GPU = 2 };
 
 fbx_host_session_opts fbx_host_session_opts_default(void);
+// A session of model on Fusebox (fusebox = 1, EP option threads=N) or on ORT's CPU EP alone (0),
+// both with `threads` intra-op threads: what a side-by-side test or benchmark compares. record: 1 sets
+// record_assignment (ORT's own placement record, fbx_host_session_assignment).
+char *fbx_host_session_create_threads(fbx_host *h, const char *model_path, int fusebox, int threads, int record,
+                                      fbx_host_session **out);
 
 // Create a session on `model_path`. *out owned by the caller: fbx_host_session_destroy().
 char *fbx_host_session_create(fbx_host *h, const char *model_path,
@@ -224,6 +229,7 @@ typedef struct fbx_host_assign {
   char *op_type;
   char *domain;
   char *node;     // node name
+  int subgraph;   // index of ORT's assigned subgraph holding it (one per fused node of a compiling EP)
 } fbx_host_assign;
 // *nodes: heap array (free with fbx_host_assign_free). Fails when the ORT library lacks the
 // API (older than 1.24) or recording was not enabled.

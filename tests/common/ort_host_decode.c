@@ -1,5 +1,6 @@
 // ort_host_decode.c — greedy KV-cache decode loop on one session (see ort_host_decode.h).
 #include "ort_host_decode.h"
+#include "ort_host_devkv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,23 @@ char *fbx_host_decoder_init_shared(fbx_host_decoder *d, fbx_host_session *s, int
   return fbx_host_decoder_reset(d);
 }
 
+char *fbx_host_decoder_init_shared_device(fbx_host_decoder *d, fbx_host_session *s, int64_t capacity,
+                                          int64_t max_step) {
+  if (capacity < 1 || max_step < 1) return fbx_host_errf("decoder: shared KV capacity and step must be >= 1");
+  char *err = fbx_host_decoder_init(d, s);
+  if (err) return err;
+  fbx_host_tensors_free(d->past, (size_t)(2 * d->n_layers)); /* the caches live on the device */
+  d->past = NULL;
+  d->capacity = capacity;
+  if ((err = fbx__host_devkv_create(d, max_step))) return err;
+  return fbx_host_decoder_reset(d);
+}
+
 char *fbx_host_decoder_reset(fbx_host_decoder *d) {
+  if (d->dev) {
+    d->past_len = 0;
+    return fbx__host_devkv_reset(d);
+  }
   // (batch, heads, past=0 | capacity, head_dim): zero-filled
   int64_t dims[4] = {1, d->heads, d->capacity, d->head_dim};
   for (int i = 0; i < 2 * d->n_layers; i++) {
@@ -114,6 +131,10 @@ char *fbx_host_decoder_step(fbx_host_decoder *d, const int64_t *ids, int64_t n) 
     k++;
   }
   size_t n_own = k;
+  if (d->dev) {
+    err = fbx__host_devkv_step(d, in, n_own, n);
+    goto out;
+  }
   if (d->capacity) {
     err = decoder__step_shared(d, in, n_own, n);
     goto out;
@@ -174,6 +195,7 @@ int64_t fbx_host_decoder_argmax(const fbx_host_decoder *d) {
 }
 
 void fbx_host_decoder_free(fbx_host_decoder *d) {
+  fbx__host_devkv_free(d);
   fbx_host_binding_destroy(d->bind);
   if (d->past) fbx_host_tensors_free(d->past, (size_t)(2 * d->n_layers));
   fbx_host_tensor_free(&d->logits);

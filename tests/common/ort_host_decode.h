@@ -25,13 +25,25 @@ typedef struct fbx_host_decoder {
   fbx_host_tensor *past;        // 2 * n_layers tensors [1,H,P,D] ([1,H,capacity,D] shared), named
                                 // past_key_values.<i>.key/.value
   fbx_host_tensor logits;       // logits of the last step [1,S,V]
-  double last_run_s;            // seconds of the last Run (host wall clock)
+  double last_run_s;            // seconds of the last Run (host wall clock; device mode: the ids upload,
+                                // the Run and the logits download)
+  struct fbx_host_devkv *dev;   // device mode (fbx_host_decoder_init_shared_device), else NULL
 } fbx_host_decoder;
 
 // Inspect the session and set up an empty cache. d is overwritten.
 char *fbx_host_decoder_init(fbx_host_decoder *d, fbx_host_session *s);
 // The same in shared mode with KV buffers of `capacity` rows (P + S may not exceed it).
 char *fbx_host_decoder_init_shared(fbx_host_decoder *d, fbx_host_session *s, int64_t capacity);
+// Shared mode with every bound buffer in the memory of Fusebox's GPU OrtEpDevice (ORT's shared
+// allocator for its DEFAULT memory info), as GenAI runs on a GPU: the KV buffers (1,H,capacity,D),
+// input_ids (a (1,max_step) buffer, the step's ids copied in through ORT's CopyTensors = Fusebox's
+// data transfer), attention_mask (a (1,capacity) buffer of ones, bound as its (1,P+S) prefix) and
+// logits (a (1,max_step,V) buffer, copied to d->logits after each Run). Every step binds the same
+// device addresses, so a captured plan replays. The session must run on that GPU device
+// (--ep-devices gpu, or the CPU and GPU devices with device=cuda); position_ids, where the model has
+// them, stay host tensors (ORT copies them).
+char *fbx_host_decoder_init_shared_device(fbx_host_decoder *d, fbx_host_session *s, int64_t capacity,
+                                          int64_t max_step);
 // Drop the cache (P = 0; shared buffers zeroed).
 char *fbx_host_decoder_reset(fbx_host_decoder *d);
 // Run one step with n ids (prefill when n > 1, decode when n == 1); the presents become the

@@ -1,6 +1,7 @@
 // test_e2e_genai: the GenAI-style int4 decoder of models/gen_genai.py (SimplifiedLayerNorm,
 // SkipSimplifiedLayerNorm, MatMulNBits, GroupQueryAttention with rotary, SiLU), at
-// accuracy_level 0 (models/gen/genai_tiny.onnx) and 4 (genai_tiny_q4.onnx), through Fusebox and
+// accuracy_level 0 (models/gen/genai_tiny.onnx) and 4 (genai_tiny_q4.onnx), and its --float twin
+// (genai_tiny_f32.onnx: MatMul on float32 weights, reference cases/genai_tiny_f32), through Fusebox and
 // ORT's CPU EP:
 //   - every node is placed on Fusebox (ORT's own assignment record);
 //   - prefill logits and 32 teacher-forced decode steps (the reference's greedy tokens) match
@@ -169,6 +170,16 @@ int main(void) {
   } else {
     run_model(h, "models/gen/genai_tiny.onnx", &r, 1e-4, 0);
     run_model(h, "models/gen/genai_tiny_q4.onnx", &r, 8e-2, 4);
+  }
+  fbx_host_tensor_free(&r.prompt), fbx_host_tensor_free(&r.tokens);
+  fbx_host_tensor_free(&r.prefill), fbx_host_tensor_free(&r.decode);
+  // gen_genai.py --float: the same graph with MatMul (+ Add) on float32 weights (the model
+  // builder's -p fp32) and its own float64 reference; level 0's tolerance (float throughout)
+  memset(&r, 0, sizeof r);
+  if (load_refs("models/gen/cases/genai_tiny_f32", &r)) {
+    CHECK(0, "reference cases models/gen/cases/genai_tiny_f32 missing (run scripts/make_models.sh)");
+  } else {
+    run_model(h, "models/gen/genai_tiny_f32.onnx", &r, 1e-4, 0);
   }
   fbx_host_tensor_free(&r.prompt), fbx_host_tensor_free(&r.tokens);
   fbx_host_tensor_free(&r.prefill), fbx_host_tensor_free(&r.decode);

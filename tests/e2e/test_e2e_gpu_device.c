@@ -36,31 +36,17 @@
 #include "common/partition_models.h"
 
 #include "common/check.h"
+#include "common/gpu_ep_test.h"
 
-#define SIM_VENDOR 0xFB0Eu   /* src/ep/ep_internal.h FBX_EP_VENDOR_SIM */
-#define NVIDIA_VENDOR 0x10DEu
-#define RTOL 1e-3
-#define ATOL 1e-4
+#define SIM_VENDOR FBX_TEST_SIM_VENDOR
+#define NVIDIA_VENDOR FBX_TEST_NVIDIA_VENDOR
+#define RTOL FBX_TEST_GPU_RTOL
+#define ATOL FBX_TEST_GPU_ATOL
 
-typedef struct gpu {
-  fbx_host *h;
-  const OrtApi *ort;
-  OrtEnv *env;
-  const OrtEpDevice *cpu_dev, *gpu_dev;
-  const OrtMemoryInfo *dev_mem, *pin_mem;
-  OrtAllocator *dev_alloc, *pin_alloc;
-  OrtMemoryInfo *cpu_mem;
-  int real;                 /* a real GPU (FBX_TEST_REAL_GPU=1), not the simulated one */
-  uint32_t vendor;          /* of the GPU device and its memory */
-} gpu;
+typedef fbx_test_gpu gpu;
 
-static char *ort_err(const OrtApi *ort, OrtStatus *st, const char *what) {
-  if (!st) return NULL;
-  char *e = fbx_host_errf("%s: %s", what, ort->GetErrorMessage(st));
-  ort->ReleaseStatus(st);
-  return e;
-}
-#define OK(call) ort_err(g->ort, g->ort->call, #call)
+#define OK(call) fbx_test_ort_err(g->ort, g->ort->call, #call)
+#define close_enough(a, ref, what) fbx_test_close_enough(a, ref, RTOL, ATOL, what)
 
 static int is_handle(const void *p) { return ((uintptr_t)p >> 48) == SIM_VENDOR; }
 
@@ -122,15 +108,6 @@ static char *to_host(gpu *g, const OrtValue *v, const char *name, fbx_host_tenso
   if (!err) err = OK(CopyTensors(g->env, &v, &dst, NULL, 1));
   if (dst) g->ort->ReleaseValue(dst);
   return err;
-}
-
-static int close_enough(const fbx_host_tensor *a, const fbx_host_tensor *ref, const char *what) {
-  fbx_host_cmp c;
-  int ok = fbx_host_compare(a, ref, RTOL, ATOL, &c);
-  if (!ok)
-    fprintf(stderr, "  %s: %zu of %zu elements off (max_abs %.3g)%s\n", what, c.n_bad, c.numel, c.max_abs,
-            c.shape_mismatch ? ", shape/dtype differ" : "");
-  return ok;
 }
 
 static char kCnn[4096], kDec[4096];
@@ -205,24 +182,6 @@ static char *run_cnn(fbx_host *h, const fbx_host_session_opts *o, fbx_host_tenso
   return err;
 }
 
-static const int64_t kPrompt[5] = {3, 17, 42, 5, 99}, kNext[3] = {7, 120, 64};
-
-/* decoder_tiny: prefill kPrompt then decode kNext; logits of every step into logits[0..3]. */
-static char *run_decoder(fbx_host *h, const fbx_host_session_opts *o, fbx_host_tensor logits[4]) {
-  fbx_host_session_opts cpu = fbx_host_session_opts_default();
-  fbx_host_session *s = NULL;
-  fbx_host_decoder d;
-  memset(&d, 0, sizeof d);
-  char *err = fbx_host_session_create(h, kDec, o ? o : &cpu, &s);
-  if (!err) err = fbx_host_decoder_init(&d, s);
-  for (int step = 0; !err && step < 4; step++) {
-    err = step ? fbx_host_decoder_step(&d, &kNext[step - 1], 1) : fbx_host_decoder_step(&d, kPrompt, 5);
-    if (!err) err = fbx_host_tensor_copy(&logits[step], &d.logits);
-  }
-  fbx_host_decoder_free(&d);
-  fbx_host_session_destroy(s);
-  return err;
-}
 
 static void test_host_feeds(gpu *g, const fbx_host_tensor *cnn_ref, size_t n_ref, const fbx_host_tensor dec_ref[4]) {
   static const char *const kc[] = {"device"}, *const vc[] = {"cuda"};
@@ -236,7 +195,7 @@ static void test_host_feeds(gpu *g, const fbx_host_tensor *cnn_ref, size_t n_ref
     CHECK(err || (n_out == n_ref && close_enough(&out[0], &cnn_ref[0], "cnn logits")), "cnn_small, %s: matches ORT",
           names[c]);
     fbx_host_err_free(err);
-    err = run_decoder(g->h, &cases[c], logits);
+    err = fbx_test_run_decoder(g->h, kDec, &cases[c], logits);
     CHECK(!err, "decoder_tiny, %s: %s", names[c], err ? err : "");
     for (int s = 0; !err && s < 4; s++)
       CHECK(close_enough(&logits[s], &dec_ref[s], "decoder logits"), "decoder_tiny, %s: step %d matches ORT", names[c], s);
@@ -341,7 +300,7 @@ static void test_iobinding_decoder(gpu *g, const fbx_host_tensor ref[4]) {
   int64_t pos = 0;
   for (int step = 0; !err && step < 4; step++) {
     int64_t n = step ? 1 : 5;
-    const int64_t *ids = step ? &kNext[step - 1] : kPrompt;
+    const int64_t *ids = step ? &fbx_test_dec_next[step - 1] : fbx_test_dec_prompt;
     fbx_host_tensor hin[3] = {{0}};
     OrtValue *din[3] = {0};
     err = i64_tensor(&hin[0], "input_ids", n, ids, 0, -1);
@@ -536,7 +495,7 @@ int main(void) {
   fbx_host_tensor cnn_in = {0}, *cnn_ref = NULL, dec_ref[4] = {{0}};
   size_t n_ref = 0;
   if (!err) err = run_cnn(g->h, NULL, &cnn_in, &cnn_ref, &n_ref);
-  if (!err) err = run_decoder(g->h, NULL, dec_ref);
+  if (!err) err = fbx_test_run_decoder(g->h, kDec, NULL, dec_ref);
   CHECK(!err, "set-up: %s", err ? err : "");
   if (!err) {
     test_host_feeds(g, cnn_ref, n_ref, dec_ref);

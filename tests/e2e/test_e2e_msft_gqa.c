@@ -1,6 +1,7 @@
 // test_e2e_msft_gqa: com.microsoft GroupQueryAttention and RotaryEmbedding as one-node models.
 // GroupQueryAttention: causal first prompt,
-// one-token decode (batch 1 and a ragged batch 2 whose past is right-padded), a past buffer
+// one-token decode (batch 1 and a ragged batch 2 whose past is right-padded; pasts of 400-700,
+// where the CPU kernel splits each group's keys over the threads), a past buffer
 // longer than the sequence (present keeps the buffer's length), separate and packed QKV, rotary
 // half-split and interleaved (full and partial rotary_dim), softcap. Run on ORT's CPU EP and with
 // Fusebox; both are checked against a float64 reference written here from the contrib-op docs
@@ -75,7 +76,7 @@ static void reference(const gqa_case *c, const fbx_host_tensor *q, const fbx_hos
     for (int s = 0; s < S; s++)
       for (int h = 0; h < nh; h++) {
         int g = h / (nh / kvh), n = pb + s + 1 < tb ? pb + s + 1 : tb;
-        double sc[512], mx = -1e300, sum = 0;
+        double *sc = malloc(sizeof(double) * (size_t)n), mx = -1e300, sum = 0;
         for (int t = 0; t < n; t++) {
           double d = 0;
           for (int e = 0; e < H; e++) d += qr[((b * S + s) * nh + h) * H + e] * rk[((b * kvh + g) * L + t) * H + e];
@@ -90,6 +91,7 @@ static void reference(const gqa_case *c, const fbx_host_tensor *q, const fbx_hos
           for (int t = 0; t < n; t++) o += sc[t] / sum * rv[((b * kvh + g) * L + t) * H + e];
           out[((b * S + s) * nh + h) * H + e] = o;
         }
+        free(sc);
       }
   }
   free(qr);
@@ -292,6 +294,10 @@ int main(void) {
       {2, 1, 4, 2, 16, 6, 6, {5, 3}, 0, 1, 0, 8, 0},      // ragged decode: right-padded past
       {1, 1, 4, 2, 16, 16, 9, {8, 0}, 0, 1, 1, 8, 0},     // past buffer longer than the sequence
       {1, 3, 4, 2, 16, 4, 7, {6, 0}, 0, 1, 0, 8, 0},      // a 3-token step after a prompt (batch 1)
+      // split decode (keys in chunks over the threads, partial softmax per chunk, combined):
+      {1, 1, 14, 2, 64, 700, 701, {700, 0}, 0, 1, 0, 32, 0}, // Qwen2.5-0.5B's heads, past 700
+      {2, 1, 4, 2, 16, 400, 400, {399, 150}, 1, 1, 0, 8, 0}, // ragged: chunks per entry's length
+      {1, 1, 4, 1, 32, 520, 521, {520, 0}, 0, 0, 0, 8, 30.f}, // one KV group, softcap
   };
   for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) run_case(h, &cases[i], dir, i);
   const rope_case ropes[] = {

@@ -510,14 +510,16 @@ static int count_named(json_t *evs, const char *name) {
   return n;
 }
 
-/* ORT's profile: our events sit inside the fused node's "Node" event. */
+/* ORT's profile: our events sit inside the fused node's "Node" event, and the run-time ones
+ * name it (args parent_name = that Node event's name, ort_event_correlation_id set: the
+ * link made through OrtEpProfilerImpl StartEvent/StopEvent, src/ep/ep_profiler.c). */
 static void check_ort_profile(const char *path) {
   json_t *root = load(path);
   if (!root) return;
   json_t *evs = json_is_array(root) ? root : json_object_get(root, "traceEvents");
-  typedef struct { double a, b; } rng;
-  rng nodes[4096];
-  int n_nodes = 0, n_ours = 0, n_sub = 0, n_ops = 0, outside = 0, other_ep_nodes = 0;
+  typedef struct { double a, b; const char *name; } rng;
+  static rng nodes[4096];
+  int n_nodes = 0, n_ours = 0, n_sub = 0, n_ops = 0, outside = 0, other_ep_nodes = 0, linked = 0, unlinked = 0;
   size_t i;
   json_t *e;
   json_array_foreach(evs, i, e) {
@@ -528,6 +530,7 @@ static void check_ort_profile(const char *path) {
       if (prov && !strcmp(prov, FBX_HOST_EP_NAME) && n_nodes < 4096) {
         nodes[n_nodes].a = jnum(e, "ts");
         nodes[n_nodes].b = jnum(e, "ts") + jnum(e, "dur");
+        nodes[n_nodes].name = name;
         n_nodes++;
       } else {
         other_ep_nodes++;
@@ -547,7 +550,15 @@ static void check_ort_profile(const char *path) {
     n_sub += !strcmp(name, "fusebox.subgraph");
     n_ops += !strcmp(fc, "op");
     double a0 = jnum(e, "ts"), a1 = a0 + jnum(e, "dur");
-    int in = 0;
+    const char *pn = jstr(a, "parent_name"), *pc = jstr(a, "ort_event_correlation_id");
+    int in = 0, named = 0;
+    for (int k = 0; k < n_nodes && pn && !named; k++) named = !strcmp(pn, nodes[k].name);
+    if (!strcmp(fc, "op.worker")) { /* a pool thread's slice: no ORT event is open there */
+    } else if (named && pc && *pc) {
+      linked++;
+    } else if (unlinked++ < 5)
+      CHECK(0, "ORT profile: %s (%s) not linked to a Fusebox node event (parent_name %s, correlation %s)", name, fc,
+            pn ? pn : "none", pc ? pc : "none");
     /* Tolerance: our events are placed by ORT's StartProfiling offset plus our own clock; the
      * handoff (ORT reads its clock, then calls StartProfiling, where we read ours) shifts all
      * our events early by that gap: ~0-1 us normally, up to ~13 us seen under ASan. */
@@ -559,8 +570,8 @@ static void check_ort_profile(const char *path) {
   CHECK(n_nodes > 0, "ORT profile: no Node event with provider %s", FBX_HOST_EP_NAME);
   CHECK(n_sub > 0 && n_ops > 0, "ORT profile: %d fusebox.subgraph and %d op events (of %d ours)", n_sub, n_ops, n_ours);
   CHECK(n_sub == n_nodes, "ORT profile: %d fusebox.subgraph events vs %d Fusebox node runs", n_sub, n_nodes);
-  fprintf(stderr, "  profile: %d Fusebox node runs, %d of our events (%d subgraph, %d op), %d other nodes\n", n_nodes,
-          n_ours, n_sub, n_ops, other_ep_nodes);
+  fprintf(stderr, "  profile: %d Fusebox node runs, %d of our events (%d subgraph, %d op, %d run-time ones linked "
+          "to their node event), %d other nodes\n", n_nodes, n_ours, n_sub, n_ops, linked, other_ep_nodes);
   json_decref(root);
 }
 

@@ -91,7 +91,7 @@ int main(void) {
   fbx_status_free(s);
   o.tf32 = false;
   CHECK(set_fails_with(&o, "treads", "2", "unknown EP option 'treads'",
-                       "(accepted: device, device_id, threads, compile, cache_limit, tf32)"),
+                       "(accepted: device, device_id, threads, compile, cache_limit, tf32, ort_stream)"),
         "unknown key names key and accepted keys");
   CHECK(set_fails_with(&o, "", "2", "unknown EP option ''", NULL), "empty key rejected");
   printf("options: %d passed, %d failed\n", passed, failed);

@@ -1,4 +1,4 @@
-/* fbx_ir_compiled_run_io: inputs and outputs in device memory (what a GPU
+/* fbx_exec_compiled_run_io: inputs and outputs in device memory (what a GPU
  * OrtEpDevice gives Compute), on the opaque backend, whose device buffers the
  * host cannot dereference, against a naive reference computed here.
  *
@@ -99,18 +99,18 @@ static void run_case(fbx_backend *opq, fbx_backend *cpu, bool compile, bool in_d
   void *dx = NULL;
   CHECK_TRY(opq->vt->buffer_alloc(opq, sizeof x, &dx));
   CHECK_TRY(opq->vt->copy_from_host(opq, dx, x, sizeof x));
-  fbx_ir_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
-  fbx_ir_compiled *c = NULL;
-  fbx_status *st = fbx_ir_compiled_create(build(), opq, &co, what, &c);
+  fbx_exec_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
+  fbx_exec_compiled *c = NULL;
+  fbx_status *st = fbx_exec_compiled_create(build(), opq, &co, what, &c);
   CHECK(!st, "%s: create: %s", what, st ? fbx_status_message(st) : "");
   fbx_status_free(st);
   outs o = {.be = opq, .dev = out_dev};
   bool on[1] = {in_dev};
-  fbx_ir_run_io io = {.input_on_device = on, .outputs_on_device = out_dev};
+  fbx_exec_run_io io = {.input_on_device = on, .outputs_on_device = out_dev};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {R, C}, .data = in_dev ? dx : x};
   for (int run = 0; c && run < 2; run++) {
-    fbx_ir_run_report r;
-    st = fbx_ir_compiled_run_io(c, &in, 1, &io, out_fn, &o, &r);
+    fbx_exec_run_report r;
+    st = fbx_exec_compiled_run_io(c, &in, 1, &io, out_fn, &o, &r);
     CHECK(!st, "%s run %d: %s", what, run, st ? fbx_status_message(st) : "");
     if (st) {
       fbx_status_free(st);
@@ -122,7 +122,7 @@ static void run_case(fbx_backend *opq, fbx_backend *cpu, bool compile, bool in_d
     CHECK(r.host_syncs == 1, "%s run %d: %lld host syncs (want 1)", what, run, (long long)r.host_syncs);
     if (run) CHECK(r.allocs == 0, "%s run %d: %lld allocations (want 0)", what, run, (long long)r.allocs);
   }
-  fbx_ir_compiled_destroy(c);
+  fbx_exec_compiled_destroy(c);
   outs_free(&o);
   opq->vt->buffer_free(opq, dx);
 }
@@ -145,18 +145,18 @@ static void run_alias(fbx_backend *opq, fbx_backend *cpu, bool compile) {
   fbx_ir_graph_add_input(g, "x", FBX_DTYPE_F32, 2, (int64_t[]){R, C}, (const char *[]){NULL, NULL}, &x);
   fbx_ir_graph_emit(g, FBX_IR_OP_TRANSPOSE, (int[]){x}, 1, &tp, FBX_DTYPE_F32, 2, "t", "Transpose", 0, &t);
   fbx_ir_graph_mark_output(g, t);
-  fbx_ir_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
-  fbx_ir_compiled *c = NULL;
-  CHECK_TRY(fbx_ir_compiled_create(g, opq, &co, "alias", &c));
+  fbx_exec_compile_options co = {.compile = compile, .cache_limit = 4, .host = cpu};
+  fbx_exec_compiled *c = NULL;
+  CHECK_TRY(fbx_exec_compiled_create(g, opq, &co, "alias", &c));
   float x0[N], got[N];
   for (int i = 0; i < N; i++) x0[i] = (float)i;
   void *dx = NULL;
   CHECK_TRY(opq->vt->buffer_alloc(opq, sizeof x0, &dx));
   CHECK_TRY(opq->vt->copy_from_host(opq, dx, x0, sizeof x0));
   bool on[1] = {true};
-  fbx_ir_run_io io = {.input_on_device = on, .outputs_on_device = true};
+  fbx_exec_run_io io = {.input_on_device = on, .outputs_on_device = true};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {R, C}, .data = dx};
-  fbx_status *st = fbx_ir_compiled_run_io(c, &in, 1, &io, alias_out_fn, dx, NULL);
+  fbx_status *st = fbx_exec_compiled_run_io(c, &in, 1, &io, alias_out_fn, dx, NULL);
   CHECK(!st, "alias run: %s", st ? fbx_status_message(st) : "");
   fbx_status_free(st);
   st = opq->vt->copy_to_host(opq, got, dx, sizeof got);
@@ -166,7 +166,7 @@ static void run_alias(fbx_backend *opq, fbx_backend *cpu, bool compile) {
     for (int j = 0; j < C; j++) ok = ok && got[j * R + i] == x0[i * C + j];
   CHECK(ok, "Transpose bound to its own input's buffer (%s): still the transpose", compile ? "compiled" : "eager");
   opq->vt->buffer_free(opq, dx);
-  fbx_ir_compiled_destroy(c);
+  fbx_exec_compiled_destroy(c);
 }
 
 int main(void) {
@@ -185,22 +185,22 @@ int main(void) {
     run_alias(opq, cpu, true);
     run_alias(opq, cpu, false);
     /* a host-visible backend has no device memory to speak of: refused, naming it */
-    fbx_ir_compile_options co = {.compile = true, .cache_limit = 4};
-    fbx_ir_compiled *c = NULL;
-    st = fbx_ir_compiled_create(build(), cpu, &co, "cpu", &c);
+    fbx_exec_compile_options co = {.compile = true, .cache_limit = 4};
+    fbx_exec_compiled *c = NULL;
+    st = fbx_exec_compiled_create(build(), cpu, &co, "cpu", &c);
     CHECK(!st, "cpu create");
     fbx_status_free(st);
     float x[N] = {0};
     fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {R, C}, .data = x};
     bool on[1] = {true};
-    fbx_ir_run_io io = {.input_on_device = on};
+    fbx_exec_run_io io = {.input_on_device = on};
     outs o = {.be = cpu, .dev = false};
-    st = c ? fbx_ir_compiled_run_io(c, &in, 1, &io, out_fn, &o, NULL) : NULL;
+    st = c ? fbx_exec_compiled_run_io(c, &in, 1, &io, out_fn, &o, NULL) : NULL;
     CHECK(st && fbx_status_code_of(st) == FBX_STATUS_INVALID_ARG && strstr(fbx_status_message(st), "host-visible"),
           "device io on the CPU backend is refused: %s", st ? fbx_status_message(st) : "(accepted)");
     fbx_status_free(st);
     outs_free(&o);
-    fbx_ir_compiled_destroy(c);
+    fbx_exec_compiled_destroy(c);
   }
   fbx_backend_destroy(opq);
   fbx_backend_destroy(cpu);

@@ -9,16 +9,31 @@
 //
 // A finding (abort, so libFuzzer saves the input): a crash or sanitizer report anywhere in
 // Fusebox (libFuzzer/ASan see them), a hang (-timeout), Fusebox failing where ORT alone
-// succeeds (session or run), or both succeeding with outputs that differ beyond
-//   |a-b| <= 1e-3 * max(1, max|ref|) + 1e-3 * |ref|   (NaN == NaN, integers and bools exact;
-//   inf == NaN, and inf == a finite value of its sign above 1e37: the summation order decides
-//   an overflow's outcome).
-// ORT alone failing where Fusebox returns numbers is reported, not a finding (ORT's own
-// errors are not a specification), unless FBX_FUZZ_STRICT=1.
+// succeeds (session or run), or outputs the rule of tests/ops (common/od_judge.h) fails, with
+// ORT's CPU EP and the independent reference of fz_ref.h (graph descriptions only) as the two
+// opinions:
+//   Fusebox == ORT                        pass (and the reference, where it has values, must
+//                                         agree: a reference that disagrees with both fails,
+//                                         except on the nan class's extreme values, where its
+//                                         double arithmetic may rightly not overflow: counted)
+//   Fusebox != ORT, Fusebox == reference  pass, a counted NOTE "ORT disagrees" (the classes
+//                                         make ORT part from the spec: Clip with a NaN bound,
+//                                         Slice past INT64_MAX, dilated SAME pools, ...)
+//   ORT did not run, Fusebox == reference pass, counted "reference only" (ORT failed, or the
+//                                         model crashes ORT itself: fz_model.ort_unsafe)
+//   anything else                         a finding
+// "==" is  |a-b| <= 1e-3 * max(1, max|b|) + 1e-3 * |b|   (NaN == NaN, integers and bools
+// exact; inf == NaN, and inf == a finite value of its sign above 1e37: the summation order
+// decides an overflow's outcome).
+// ORT alone failing where Fusebox returns numbers and the reference has no values is
+// reported, not a finding (ORT's own errors are not a specification), unless FBX_FUZZ_STRICT=1.
 //
 // Environment:
 //   FBX_FUZZ_CLASSES=nan,bigint,invalid,samepad,empty  the mutation classes (default: all; fz_gen.h)
 //   FBX_FUZZ_STRICT=1                     ORT-only failures are findings too
+//   FBX_FUZZ_KEEP_GOING=1                 print each finding (a mismatch or a Fusebox-only
+//                                         failure; not a crash) and go on, counting them: a
+//                                         survey of a class, not a CI verdict
 //   FBX_FUZZ_VERBOSE=1                    print each input's graph before running it (to see
 //                                         what a sanitizer report was running)
 //   FBX_FUZZ_DUMP=DIR                     write each finding's model to DIR/finding.onnx
@@ -31,18 +46,36 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/od_judge.h"
 #include "common/ort_host.h"
 #include "fz_gen.h"
 #include "fz_pbmut.h"
+#include "fz_ref.h"
 
 static fbx_host *g_host;
 static unsigned g_classes = FZ_CLASS_ALL;
-static int g_strict, g_verbose;
+static int g_strict, g_verbose, g_keep_going;
+static unsigned long g_findings;
 static unsigned long g_ort_only_errors;
+// per class (bit k of FZ_CLASS_*): inputs whose graph uses it, and the passes on the
+// reference's word among them
+static const char *const g_class_names[5] = {"nan", "bigint", "invalid", "samepad", "empty"};
+static unsigned long g_class_inputs[5], g_class_notes[5], g_class_refonly[5];
+static unsigned long g_notes, g_refonly, g_judged_by_ref, g_ref_vs_both, g_too_big;
 
 static void report_only_total(void) {
   fprintf(stderr, "fuzz_model: report-only total: %lu input(s) where ORT alone failed and Fusebox returned numbers\n",
           g_ort_only_errors);
+  fprintf(stderr, "fuzz_model: %lu input(s) not run: a valid result of over 2^24 elements (fz_model.too_big)\n",
+          g_too_big);
+  if (g_keep_going) fprintf(stderr, "fuzz_model: FBX_FUZZ_KEEP_GOING: %lu finding(s)\n", g_findings);
+  if (g_keep_going && g_findings) _exit(1);  // the run's status says there were findings
+  fprintf(stderr, "fuzz_model: reference total: %lu input(s) with reference values, %lu NOTE(s) ORT disagrees and the"
+          " reference agrees, %lu reference-only pass(es), %lu where the reference alone differs (extreme values)\n",
+          g_judged_by_ref, g_notes, g_refonly, g_ref_vs_both);
+  for (int k = 0; k < 5; k++)
+    fprintf(stderr, "fuzz_model: class %s: %lu input(s), %lu NOTE(s) ORT disagrees, %lu reference-only\n",
+            g_class_names[k], g_class_inputs[k], g_class_notes[k], g_class_refonly[k]);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -66,6 +99,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   }
   g_strict = getenv("FBX_FUZZ_STRICT") && getenv("FBX_FUZZ_STRICT")[0] == '1';
   g_verbose = getenv("FBX_FUZZ_VERBOSE") && getenv("FBX_FUZZ_VERBOSE")[0] == '1';
+  g_keep_going = getenv("FBX_FUZZ_KEEP_GOING") && getenv("FBX_FUZZ_KEEP_GOING")[0] == '1';
   atexit(report_only_total);
   fprintf(stderr, "fuzz_model: ORT %s, Fusebox %s, classes%s%s%s%s%s%s\n", fbx_host_ort_version(g_host),
           fbx_host_ep_path(g_host), g_classes & FZ_CLASS_NAN ? " nan" : "", g_classes & FZ_CLASS_BIGINT ? " bigint" : "",
@@ -92,8 +126,13 @@ static int model_fd(const unsigned char *p, size_t n, char *path, size_t cap) {
   return fd;
 }
 
-static void finding(const char *what, const char *desc, const unsigned char *model, size_t n) {
+// 1 when the caller should go on (FBX_FUZZ_KEEP_GOING), else it does not return.
+static int finding(const char *what, const char *desc, const unsigned char *model, size_t n) {
   fprintf(stderr, "\n==== fuzz_model FINDING: %s\n%s\n", what, desc);
+  if (g_keep_going) {
+    g_findings++;
+    return 1;
+  }
   const char *dir = getenv("FBX_FUZZ_DUMP");
   if (dir && *dir) {
     char path[4096];
@@ -150,12 +189,13 @@ static int elem_bad(double a, double b, double atol) {
 
 static int is_float(int dt) { return dt == FBX_HOST_F32 || dt == FBX_HOST_F16 || dt == FBX_HOST_F64; }
 
-// Outputs agree? On a mismatch, a message into msg. Floats: elem_bad with
-// atol = 1e-3 * max(1, max|ref|); integers and bools exact.
+// Outputs agree? On a mismatch, a message into msg naming got "Fusebox" (the judge's first
+// operand is Fusebox or, comparing the reference with ORT, the reference) and ref bname.
+// Floats: elem_bad with atol = 1e-3 * max(1, max|ref|); integers and bools exact.
 static int outputs_agree(const fbx_host_tensor *got, size_t n_got, const fbx_host_tensor *ref, size_t n_ref,
-                         char *msg, size_t cap) {
+                         const char *bname, char *msg, size_t cap) {
   if (n_got != n_ref) {
-    snprintf(msg, cap, "%zu outputs with Fusebox, %zu without", n_got, n_ref);
+    snprintf(msg, cap, "%zu outputs vs %s %zu", n_got, bname, n_ref);
     return 0;
   }
   for (size_t i = 0; i < n_ref; i++) {
@@ -164,8 +204,8 @@ static int outputs_agree(const fbx_host_tensor *got, size_t n_got, const fbx_hos
     int same_shape = got[i].dtype == ref[i].dtype && got[i].rank == ref[i].rank;
     for (int d = 0; same_shape && d < ref[i].rank; d++) same_shape = got[i].dims[d] == ref[i].dims[d];
     if (!same_shape) {
-      snprintf(msg, cap, "output %s: Fusebox %s[%s] vs ORT %s[%s]", ref[i].name, fbx_host_dtype_name(got[i].dtype),
-               fbx_host_shape_str(got[i].rank, got[i].dims, sa, sizeof sa), fbx_host_dtype_name(ref[i].dtype),
+      snprintf(msg, cap, "output %s: %s[%s] vs %s %s[%s]", ref[i].name, fbx_host_dtype_name(got[i].dtype),
+               fbx_host_shape_str(got[i].rank, got[i].dims, sa, sizeof sa), bname, fbx_host_dtype_name(ref[i].dtype),
                fbx_host_shape_str(ref[i].rank, ref[i].dims, sb, sizeof sb));
       return 0;
     }
@@ -186,12 +226,17 @@ static int outputs_agree(const fbx_host_tensor *got, size_t n_got, const fbx_hos
           first = k;
       if (n_bad == 0) continue;
     }
-    snprintf(msg, cap, "output %s [%s]: %zu/%zu elements differ; at %zu Fusebox %.9g vs ORT %.9g", ref[i].name,
+    snprintf(msg, cap, "output %s [%s]: %zu/%zu elements differ; at %zu %.9g vs %s %.9g", ref[i].name,
              fbx_host_shape_str(ref[i].rank, ref[i].dims, sa, sizeof sa), n_bad, n, first,
-             fbx_host_tensor_get(&got[i], first), fbx_host_tensor_get(&ref[i], first));
+             fbx_host_tensor_get(&got[i], first), bname, fbx_host_tensor_get(&ref[i], first));
     return 0;
   }
   return 1;
+}
+
+static int judge_match(od_outputs a, od_outputs b, const char *bname, void *ctx, char *why, size_t cap) {
+  (void)ctx;
+  return outputs_agree(a.t, a.n, b.t, b.n, bname, why, cap);
 }
 
 static fbx_host_session *session(const char *path, int fusebox, char **err) {
@@ -233,6 +278,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(m.desc, sizeof m.desc, "raw model of %zu bytes", n_model);
   } else {
     if (fz_model_gen(data, size, g_classes, &m)) return 0;
+    if (m.too_big) {  // a valid tensor of gigabytes or more: an OOM kill, not a verdict
+      g_too_big++;
+      fz_model_free(&m);
+      return 0;
+    }
     model = m.bytes;
     n_model = m.n_bytes;
   }
@@ -244,9 +294,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   char *err_c = NULL, *err_f = NULL, msg[1024];
-  fbx_host_tensor *ref = NULL, *got = NULL;
-  size_t n_ref = 0, n_got = 0;
-  fbx_host_session *sc = session(path, 0, &err_c), *sf = session(path, 1, &err_f);
+  fbx_host_tensor *ref = NULL, *got = NULL, *rv = NULL;
+  size_t n_ref = 0, n_got = 0, n_rv = 0;
+  for (int k = 0; k < 5; k++) g_class_inputs[k] += (m.used >> k) & 1;
+  // a model that crashes ORT itself (a reflect Pad of an empty dim) or whose element count
+  // overflows int64 (fz_gen.h: ort_unsafe) is not given to ORT: the reference alone judges it
+  fbx_host_session *sc = m.ort_unsafe ? NULL : session(path, 0, &err_c), *sf = session(path, 1, &err_f);
   const fbx_host_tensor *ins = m.inputs;
   size_t n_ins = m.n_inputs;
   if (raw && sc) {
@@ -265,21 +318,56 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(msg, sizeof msg, "Fusebox run failed where ORT alone succeeds: %s", run_f);
     finding(msg, m.desc, model, n_model);
   }
-  if ((!sc || run_c) && !run_f) {
-    g_ort_only_errors++;
-    if (g_strict) {
-      snprintf(msg, sizeof msg, "ORT alone fails (%s), Fusebox returns numbers", sc ? run_c : err_c);
+  if (!run_f) {
+    int ort_ok = sc && !run_c;
+    const char *ort_err = m.ort_unsafe ? "not given the model: fz_model.ort_unsafe" : sc ? run_c : err_c;
+    char why[300] = "";
+    const char *names[64];
+    size_t nn = ort_ok ? n_ref : n_got;
+    for (size_t i = 0; i < nn && i < 64; i++) names[i] = ort_ok ? ref[i].name : got[i].name;
+    if (!raw && nn <= 64) rv = fz_ref_run(&m, ort_ok ? ref : NULL, ort_ok ? n_ref : 0, names, nn, why, sizeof why);
+    n_rv = rv ? nn : 0;
+    g_judged_by_ref += rv != NULL;
+    // A reference that disagrees with both engines fails (a reference bug), except on the nan
+    // class's values (inf, NaN, 1e-40, exp(88.5) = 2.7e38): there the reference's double
+    // arithmetic may not overflow where both float engines do; counted, not failed.
+    int strict_ref = !(m.used & FZ_CLASS_NAN);
+    od_judgement j;
+    od_judge_with((od_outputs){got, n_got}, (od_outputs){ort_ok ? ref : NULL, ort_ok ? n_ref : 0},
+                  (od_outputs){rv, n_rv}, strict_ref, judge_match, NULL, &j);
+    if (j.verdict == OD_VERDICT_PASS && j.ref_vs_ort == 0 && ++g_ref_vs_both <= 3)
+      fprintf(stderr, "fuzz_model: reference disagrees with ORT and Fusebox on extreme values (counted): %.300s\n%s",
+              j.msg, m.desc);
+    if (j.verdict == OD_VERDICT_FAIL) {
+      snprintf(msg, sizeof msg, "%s%s%s", j.msg, rv ? "" : " (no reference: ", rv ? "" : why);
+      if (!rv) strncat(msg, ")", sizeof msg - strlen(msg) - 1);
       finding(msg, m.desc, model, n_model);
     }
-    if (g_ort_only_errors <= 5 || (g_ort_only_errors & (g_ort_only_errors - 1)) == 0)
-      fprintf(stderr, "fuzz_model: report-only #%lu: ORT alone fails (%.300s), Fusebox returns numbers\n%s",
-              g_ort_only_errors, sc ? run_c : err_c, m.desc);
+    if (j.verdict == OD_VERDICT_ORT_DISAGREES || j.verdict == OD_VERDICT_REF_ONLY) {
+      unsigned long *per = j.verdict == OD_VERDICT_ORT_DISAGREES ? g_class_notes : g_class_refonly;
+      unsigned long *tot = j.verdict == OD_VERDICT_ORT_DISAGREES ? &g_notes : &g_refonly;
+      ++*tot;
+      for (int k = 0; k < 5; k++) per[k] += (m.used >> k) & 1;
+      if (*tot <= 3 || (*tot & (*tot - 1)) == 0)
+        fprintf(stderr, "fuzz_model: NOTE #%lu: %s%.300s%s\n%s", *tot,
+                j.verdict == OD_VERDICT_REF_ONLY ? "reference only (ORT: " : "", j.verdict == OD_VERDICT_REF_ONLY ? ort_err : j.msg,
+                j.verdict == OD_VERDICT_REF_ONLY ? ")" : "", m.desc);
+    }
+    if (j.verdict == OD_VERDICT_SKIP) {  // ORT failed, no reference values
+      g_ort_only_errors++;
+      if (g_strict) {
+        snprintf(msg, sizeof msg, "ORT alone fails (%s), Fusebox returns numbers", ort_err);
+        finding(msg, m.desc, model, n_model);
+      }
+      if (g_ort_only_errors <= 5 || (g_ort_only_errors & (g_ort_only_errors - 1)) == 0)
+        fprintf(stderr, "fuzz_model: report-only #%lu: ORT alone fails (%.300s), Fusebox returns numbers\n%s",
+                g_ort_only_errors, ort_err, m.desc);
+    }
   }
-  if (sc && !run_c && !run_f && !outputs_agree(got, n_got, ref, n_ref, msg, sizeof msg))
-    finding(msg, m.desc, model, n_model);
   fbx_host_err_free(run_c);
   fbx_host_err_free(run_f);
 done:
+  fbx_host_tensors_free(rv, n_rv);
   fbx_host_tensors_free(ref, n_ref);
   fbx_host_tensors_free(got, n_got);
   for (size_t i = 0; i < n_raw; i++) fbx_host_tensor_free(&raw_ins[i]);

@@ -17,7 +17,6 @@
 
 #include "fz_model.h"
 
-#define FZ_MAX_NODES 6
 #define FZ_MAX_VALUES 32
 #define FZ_MAX_RANK 5
 #define FZ_MAX_NUMEL 4096
@@ -41,11 +40,14 @@ typedef struct fz_gen {
   int n_const;
   char *desc;
   size_t desc_len, desc_cap;
+  fz_model *m;  // where the graph is recorded for the reference
 } fz_gen;
 
 static unsigned fz_u8(fz_gen *g) { return g->i < g->n ? g->p[g->i++] : 0; }
 static unsigned fz_pick(fz_gen *g, unsigned n) { return n ? fz_u8(g) % n : 0; }
 static int fz_has(const fz_gen *g, unsigned cls) { return (g->classes & cls) != 0; }
+// The graph uses a hostile part of class cls (counted per class by the fuzz target).
+static void fz_used(fz_gen *g, unsigned cls) { g->m->used |= cls; }
 
 static void fz_desc(fz_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fz_desc(fz_gen *g, const char *fmt, ...) {
@@ -106,6 +108,19 @@ static const char *fz_const(fz_gen *g, int dtype, int rank, const int64_t *d, co
   int k = g->n_const++ % 64;
   snprintf(names[k], sizeof names[k], "c%d", g->n_const - 1);
   fzm_init(&g->b, names[k], dtype, rank, d, data, nbytes);
+  fz_model *m = g->m;
+  if (m->n_consts < FZ_MAX_CONSTS) {
+    fbx_host_tensor *t = &m->consts[m->n_consts];
+    if (!fbx_host_tensor_alloc(t, names[k], dtype, rank, d) && t->nbytes == nbytes) {
+      if (nbytes) memcpy(t->data, data, nbytes);
+      m->n_consts++;
+    } else {
+      fbx_host_tensor_free(t);
+      m->recorded = 0;
+    }
+  } else {
+    m->recorded = 0;
+  }
   return names[k];
 }
 
@@ -137,16 +152,65 @@ static int64_t fz_int(fz_gen *g, int64_t lo, int64_t hi) {
   static const int64_t big[] = {INT64_MIN, INT64_MAX, -INT64_MAX, ((int64_t)1 << 62) + 1,
                                 (int64_t)1 << 32, -((int64_t)1 << 62), (int64_t)1 << 31, ((int64_t)1 << 61) + 3};
   unsigned b = fz_u8(g);
-  if (fz_has(g, FZ_CLASS_BIGINT) && b >= 240) return big[b % (sizeof big / sizeof big[0])];
+  if (fz_has(g, FZ_CLASS_BIGINT) && b >= 240) {
+    fz_used(g, FZ_CLASS_BIGINT);
+    return big[b % (sizeof big / sizeof big[0])];
+  }
   return lo + (int64_t)(b % (unsigned)(hi - lo + 1));
+}
+
+// a + b + c saturated to int64 (the bigint class's pads reach INT64_MAX)
+static int64_t fz_sum3(int64_t a, int64_t b, int64_t c) {
+  __int128 w = (__int128)a + b + c;
+  return w > INT64_MAX ? INT64_MAX : w < INT64_MIN ? INT64_MIN : (int64_t)w;
+}
+
+// A result of numel elements (the bigint class: a dim, repeat or pad of 2^32, ...). Over 2^24
+// that fits int64: a valid tensor of up to exabytes, which both engines would allocate (an OOM
+// kill, which says nothing of either): the input is not run (too_big). Past int64: the element
+// count overflows, which Fusebox must refuse cleanly; ORT is not given it (ort_unsafe).
+static void fz_huge(fz_gen *g, double numel) {
+  if (numel >= 9.2e18) g->m->ort_unsafe = 1;
+  else if (numel > (double)(1 << 24)) g->m->too_big = 1;
 }
 
 // ---- one node ----
 
+// Record a node for the reference (fz_ref.h); a full table marks the graph unrecorded.
+static void fz_record(fz_gen *g, const char *op, const char *const *ins, int n_in, const char *const *outs,
+                      int n_out, const fzm_attr *at, int n_at) {
+  fz_model *m = g->m;
+  if (m->n_nodes >= (int)(sizeof m->nodes / sizeof m->nodes[0]) || n_in > 5 || n_out > 2 || n_at > 8) {
+    m->recorded = 0;
+    return;
+  }
+  fz_rnode *r = &m->nodes[m->n_nodes++];
+  memset(r, 0, sizeof *r);
+  r->op = op;
+  r->n_in = n_in;
+  r->n_out = n_out;
+  for (int i = 0; i < n_in; i++) snprintf(r->in[i], sizeof r->in[i], "%s", ins[i] ? ins[i] : "");
+  for (int i = 0; i < n_out; i++) snprintf(r->out[i], sizeof r->out[i], "%s", outs[i]);
+  r->n_at = n_at;
+  for (int i = 0; i < n_at; i++) {
+    fz_rattr *a = &r->at[i];
+    a->name = at[i].name;
+    a->type = at[i].type;
+    a->f = at[i].f;
+    a->i = at[i].i;
+    a->s = at[i].s;
+    a->n = at[i].n < 8 ? at[i].n : 8;
+    if (at[i].n > 8) m->recorded = 0;
+    for (int k = 0; k < a->n && at[i].ints; k++) a->ints[k] = at[i].ints[k];
+    if (at[i].type == FZM_ATTR_FLOATS) m->recorded = 0;  // no recipe writes one
+  }
+}
+
 static void fz_node(fz_gen *g, const char *op, const char *const *ins, int n_in, fz_val **outs, int n_out,
                     const fzm_attr *at, int n_at) {
-  const char *on[4];
+  const char *on[4] = {NULL, NULL, NULL, NULL};
   for (int i = 0; i < n_out; i++) on[i] = outs[i]->name;
+  fz_record(g, op, ins, n_in, on, n_out, at, n_at);
   char name[32];
   snprintf(name, sizeof name, "n%d_%s", g->n_v, op);
   fzm_node(&g->b, op, name, ins, n_in, on, n_out, at, n_at);
@@ -173,6 +237,7 @@ static void fz_unary(fz_gen *g) {
   const size_t ns = sizeof safe / sizeof safe[0], nn = sizeof nan / sizeof nan[0];
   unsigned k = fz_pick(g, (unsigned)(ns + (fz_has(g, FZ_CLASS_NAN) ? nn : 0)));
   const char *op = k < ns ? safe[k] : nan[k - ns];
+  if (k >= ns) fz_used(g, FZ_CLASS_NAN);
   static const char *jumps[] = {"Sign", "Floor", "Ceil", "Round", "ThresholdedRelu", "Shrink"};
   int jump = 0;
   for (size_t i = 0; i < sizeof jumps / sizeof jumps[0]; i++) jump |= !strcmp(op, jumps[i]);
@@ -198,6 +263,7 @@ static void fz_binary(fz_gen *g) {
   const size_t ns = sizeof safe / sizeof safe[0], nn = sizeof nan / sizeof nan[0];
   unsigned k = fz_pick(g, (unsigned)(ns + (fz_has(g, FZ_CLASS_NAN) ? nn : 0)));
   const char *op = k < ns ? safe[k] : nan[k - ns];
+  if (k >= ns) fz_used(g, FZ_CLASS_NAN);
   int jump = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
   const fz_val *x = jump ? fz_input_exact(g, -1) : fz_input(g, -1);
   if (!x) return;
@@ -229,6 +295,7 @@ static void fz_reduce(fz_gen *g) {
   const size_t ns = sizeof safe / sizeof safe[0], nn = sizeof nan / sizeof nan[0];
   unsigned k = fz_pick(g, (unsigned)(ns + (fz_has(g, FZ_CLASS_NAN) ? nn : 0)));
   const char *op = k < ns ? safe[k] : nan[k - ns];
+  if (k >= ns) fz_used(g, FZ_CLASS_NAN);
   const fz_val *x = fz_input(g, 1);
   if (!x) return;
   int keep = (int)fz_pick(g, 2);
@@ -240,7 +307,10 @@ static void fz_reduce(fz_gen *g) {
       axes[n_axes++] = (mask & 0x80) ? i - x->rank : i;
       red[i] = 1;
     }
-  if (fz_has(g, FZ_CLASS_INVALID) && (mask & 0x40)) axes[n_axes++] = x->rank + 1;  // out of range
+  if (fz_has(g, FZ_CLASS_INVALID) && (mask & 0x40)) {
+    axes[n_axes++] = x->rank + 1;  // out of range
+    fz_used(g, FZ_CLASS_INVALID);
+  }
   fz_begin_desc(g, op, x);
   fz_desc(g, " keepdims=%d", keep);
   int64_t d[FZ_MAX_RANK];
@@ -369,6 +439,8 @@ static void fz_shape_op(fz_gen *g) {
     r = (int)fz_pick(g, 4);
     for (int i = 0; i < r; i++) s[i] = d[i] = fz_int(g, fz_has(g, FZ_CLASS_EMPTY) ? 0 : 1, 4);
     for (int i = 0; i < r; i++) known &= d[i] >= 0 && d[i] <= 4;
+    for (int i = 0; i < r; i++)
+      if (d[i] == 0) fz_used(g, FZ_CLASS_EMPTY);
   } else {  // Tile: repeats per dim
     r = x->rank;
     for (int i = 0; i < r; i++) {
@@ -378,6 +450,11 @@ static void fz_shape_op(fz_gen *g) {
     }
   }
   if (r == 0 && !strcmp(op, "Tile")) return;
+  if (strcmp(op, "Reshape")) {
+    double numel = !strcmp(op, "ConstantOfShape") ? 1 : (double)fz_numel(x->d, x->rank);
+    for (int i = 0; i < r; i++) numel *= s[i] > 1 ? (double)s[i] : 1;
+    fz_huge(g, numel);
+  }
   const char *shape = fz_const_i64(g, s, r);
   fz_val *y = fz_new(g, FBX_HOST_F32, known ? r : -1, d);
   if (!y) return;
@@ -402,6 +479,8 @@ static void fz_shape_op(fz_gen *g) {
     pbw_int(&at, 20, 4);
     pbw_sub(&n, 5, &at);
     pbw_sub(&g->b.g, 1, &n);
+    fzm_attr rv = {.name = "value", .type = FZM_ATTR_FLOAT, .f = val};
+    fz_record(g, op, (const char *[]){shape}, 1, &on, 1, &rv, 1);
     fzm_output(&g->b, on, 0);
     fz_desc(g, " value=%g -> ", (double)val);
     fz_shape_desc(g, y);
@@ -479,8 +558,8 @@ static void fz_gather(fz_gen *g) {
   int k = 1 + (int)fz_pick(g, 4);
   for (int i = 0; i < k; i++) {
     idx[i] = (int64_t)fz_pick(g, (unsigned)(2 * dim)) - dim;
-    if (fz_has(g, FZ_CLASS_INVALID) && fz_pick(g, 16) == 0) idx[i] = dim + 1;
-    if (fz_has(g, FZ_CLASS_BIGINT) && fz_pick(g, 32) == 0) idx[i] = INT64_MIN;
+    if (fz_has(g, FZ_CLASS_INVALID) && fz_pick(g, 16) == 0) idx[i] = dim + 1, fz_used(g, FZ_CLASS_INVALID);
+    if (fz_has(g, FZ_CLASS_BIGINT) && fz_pick(g, 32) == 0) idx[i] = INT64_MIN, fz_used(g, FZ_CLASS_BIGINT);
   }
   fz_begin_desc(g, "Gather", x);
   fz_desc(g, " axis=%d", axis);
@@ -507,6 +586,7 @@ static void fz_conv(fz_gen *g) {
   int64_t dl[2] = {1 + (fz_pick(g, 4) == 0), 1}, pads[4];
   int conv = !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose"), global = !strncmp(op, "Global", 6);
   int invalid = fz_has(g, FZ_CLASS_INVALID) && fz_pick(g, 8) == 0;
+  if (invalid) fz_used(g, FZ_CLASS_INVALID);
   for (int i = 0; i < 2 && !invalid; i++) {  // a window wider than the input: invalid class only
     int64_t dim = x->d[2 + i];
     if (k[i] > dim) k[i] = dim;
@@ -520,6 +600,8 @@ static void fz_conv(fz_gen *g) {
   const char *ap = autopad[fz_pick(g, 6)];
   if ((!strcmp(op, "ConvTranspose") || dl[0] > 1) && !strncmp(ap, "SAME", 4) && !fz_has(g, FZ_CLASS_SAMEPAD))
     ap = "NOTSET";
+  else if ((!strcmp(op, "ConvTranspose") || dl[0] > 1) && !strncmp(ap, "SAME", 4))
+    fz_used(g, FZ_CLASS_SAMEPAD);
   int64_t group = conv && fz_pick(g, 3) == 0 ? C : 1, M = conv ? (group > 1 ? C : 1 + fz_pick(g, 4)) : C;
   fz_begin_desc(g, op, x);
   fz_val *y = fz_new(g, FBX_HOST_F32, global ? 4 : -1, (const int64_t[]){x->d[0], M, 1, 1});
@@ -569,8 +651,9 @@ static void fz_norm(fz_gen *g) {
   if (!x) return;
   int64_t C = x->rank >= 2 ? x->d[1] : 1;
   float eps = fz_pick(g, 2) ? 1e-5f : 1e-2f;
-  if (fz_has(g, FZ_CLASS_NAN) && fz_pick(g, 16) == 0) eps = NAN;
+  if (fz_has(g, FZ_CLASS_NAN) && fz_pick(g, 16) == 0) eps = NAN, fz_used(g, FZ_CLASS_NAN);
   int bad_len = fz_has(g, FZ_CLASS_INVALID) && fz_pick(g, 8) == 0;
+  if (bad_len) fz_used(g, FZ_CLASS_INVALID);
   fz_begin_desc(g, op, x);
   fz_desc(g, " eps=%g%s", (double)eps, bad_len ? " (scale of the wrong length)" : "");
   fzm_attr at[2] = {{.name = "epsilon", .type = FZM_ATTR_FLOAT, .f = eps}};
@@ -603,7 +686,7 @@ static void fz_clip_cast(fz_gen *g) {
   if (!x) return;
   if (clip) {
     float lo = (float)fz_pick(g, 5) - 2.f, hi = (float)fz_pick(g, 5) - 2.f;
-    if (fz_has(g, FZ_CLASS_NAN) && fz_pick(g, 16) == 0) lo = NAN;
+    if (fz_has(g, FZ_CLASS_NAN) && fz_pick(g, 16) == 0) lo = NAN, fz_used(g, FZ_CLASS_NAN);
     fz_begin_desc(g, "Clip", x);
     fz_desc(g, " min=%g max=%g", (double)lo, (double)hi);
     const char *a = fz_const(g, FBX_HOST_F32, 0, NULL, &lo, sizeof lo), *b = fz_const(g, FBX_HOST_F32, 0, NULL, &hi, sizeof hi);
@@ -653,18 +736,25 @@ static void fz_misc(fz_gen *g) {
     int64_t pads[2 * FZ_MAX_RANK], d[FZ_MAX_RANK];
     for (int i = 0; i < 2 * x->rank; i++) {
       pads[i] = fz_int(g, -1, 2);
+      if (pads[i] > (1 << 16)) fz_huge(g, (double)pads[i] * (double)fz_numel(x->d, x->rank));
       int64_t dim = x->d[i % x->rank];
-      if (!strcmp(mode, "reflect") && pads[i] >= dim && !fz_has(g, FZ_CLASS_INVALID)) pads[i] = dim - 1;
+      if (!strcmp(mode, "reflect") && pads[i] >= dim) {
+        if (!fz_has(g, FZ_CLASS_INVALID)) pads[i] = dim - 1;
+        else fz_used(g, FZ_CLASS_INVALID);
+      }
       if (pads[i] < -dim + 1 && pads[i] > -4) pads[i] = 0;
     }
     for (int i = 0; i < x->rank && !fz_has(g, FZ_CLASS_EMPTY); i++) {  // no dim cropped to 0
-      if (x->d[i] + pads[i] + pads[i + x->rank] <= 0 && pads[i] < 0) pads[i] = 0;
-      if (x->d[i] + pads[i] + pads[i + x->rank] <= 0 && pads[i + x->rank] < 0) pads[i + x->rank] = 0;
+      if (fz_sum3(x->d[i], pads[i], pads[i + x->rank]) <= 0 && pads[i] < 0) pads[i] = 0;
+      if (fz_sum3(x->d[i], pads[i], pads[i + x->rank]) <= 0 && pads[i + x->rank] < 0) pads[i + x->rank] = 0;
     }
     int known = 1;
     for (int i = 0; i < x->rank; i++) {
-      d[i] = x->d[i] + pads[i] + pads[i + x->rank];
+      d[i] = fz_sum3(x->d[i], pads[i], pads[i + x->rank]);
       known &= d[i] >= 0 && d[i] < 64;
+      if (d[i] <= 0) fz_used(g, FZ_CLASS_EMPTY);
+      // ORT 1.30 itself crashes (SIGSEGV, session creation) on a reflect Pad of an empty dim
+      if (!strcmp(mode, "reflect") && x->d[i] == 0) g->m->ort_unsafe = 1;
     }
     fzm_attr at = {.name = "mode", .type = FZM_ATTR_STRING, .s = mode};
     fz_desc(g, " mode=%s", mode);
@@ -723,13 +813,19 @@ static uint64_t fz_rng(uint64_t *s) {
 }
 
 static void fz_fill(fz_gen *g, fbx_host_tensor *t, uint64_t seed, unsigned style) {
-  static const float specials[] = {NAN, INFINITY, -INFINITY, 0.f, -0.f, 1e-40f, 3.4e38f, -3.4e38f, 88.5f, -104.f};
+  // No finite value near FLT_MAX (there were +-3.4e38): 3.4e38 - 3.4e38 + x cancels in any
+  // sum, so every summation order gives a different x, and a float kernel's squares overflow
+  // (a LayerNorm variance: Fusebox NaN, ORT, accumulating in double, some finite value): the
+  // answer is a rounding accident either way. inf covers overflow; 88.5 and -104 make exp
+  // overflow and go subnormal.
+  static const float specials[] = {NAN, INFINITY, -INFINITY, 0.f, -0.f, 1e-40f, 88.5f, -104.f};
   float *x = t->data;
   size_t n = fbx_host_tensor_numel(t);
   uint64_t s = seed | 1;
   // style: low bits = range; the NaN class adds specials at a density of (style >> 4) / 64
   float range = (float)(1 + (style & 3));
   unsigned density = fz_has(g, FZ_CLASS_NAN) ? (style >> 4) & 15 : 0;
+  if (density && n) fz_used(g, FZ_CLASS_NAN);
   for (size_t i = 0; i < n; i++) {
     uint64_t r = fz_rng(&s);
     if (density && (r & 63) < density) x[i] = specials[(r >> 6) % (sizeof specials / sizeof specials[0])];
@@ -765,6 +861,8 @@ int fz_model_gen(const uint8_t *data, size_t n, unsigned classes, fz_model *m) {
   g.classes = classes;
   g.desc = m->desc;
   g.desc_cap = sizeof m->desc;
+  g.m = m;
+  m->recorded = 1;
   fzm_begin(&g.b);
   uint64_t seed = 0;
   for (int i = 0; i < 8; i++) seed = seed << 8 | fz_u8(&g);
@@ -807,6 +905,7 @@ oom:
 
 void fz_model_free(fz_model *m) {
   for (size_t i = 0; i < m->n_inputs; i++) fbx_host_tensor_free(&m->inputs[i]);
+  for (int i = 0; i < m->n_consts; i++) fbx_host_tensor_free(&m->consts[i]);
   free(m->bytes);
   memset(m, 0, sizeof *m);
 }

@@ -33,12 +33,45 @@ enum {
 };
 
 #define FZ_MAX_INPUTS 2
+#define FZ_MAX_NODES 6
+#define FZ_MAX_CONSTS 40
+
+// The graph as the generator wrote it, for the independent reference (fz_ref.h): each node's
+// op, value names and attributes (copied), and each initializer's value.
+typedef struct fz_rattr {
+  const char *name;     // a string literal of fz_gen.c
+  int type;             // FZM_ATTR_* (fz_model.h)
+  float f;
+  int64_t i;
+  const char *s;        // a string literal of fz_gen.c
+  int64_t ints[8];
+  int n;
+} fz_rattr;
+
+typedef struct fz_rnode {
+  const char *op;       // a string literal of fz_gen.c
+  char in[5][16], out[2][16];
+  int n_in, n_out;
+  fz_rattr at[8];
+  int n_at;
+} fz_rnode;
 
 typedef struct fz_model {
   unsigned char *bytes;  // the ModelProto (heap)
   size_t n_bytes;
   fbx_host_tensor inputs[FZ_MAX_INPUTS];  // values for the graph inputs (owned)
   size_t n_inputs;
+  fz_rnode nodes[2 * FZ_MAX_NODES + 2];   // in graph order (a recipe may write two)
+  int n_nodes;
+  fbx_host_tensor consts[FZ_MAX_CONSTS];  // the initializers (owned; name = the value's)
+  int n_consts;
+  int recorded;          // 1 when nodes/consts hold the whole graph (0: a table was full)
+  int ort_unsafe;        // an op-shape that crashes ORT 1.30 itself (a reflect Pad of an empty
+                         // dim) or whose element count overflows int64 (ConstantOfShape/Expand/
+                         // Tile/Pad): the harness does not give the model to ORT
+  int too_big;           // a valid result of over 2^24 elements (ConstantOfShape/Expand/Tile/Pad
+                         // by 2^32, ...): not run at all (both engines would allocate it)
+  unsigned used;         // FZ_CLASS_* whose hostile parts this graph actually has
   char desc[4096];       // a readable summary of the graph, printed with a finding
 } fz_model;
 

@@ -4,7 +4,11 @@
  *     the formulas of the ONNX spec, written out again here (SAME_UPPER puts the odd pad at
  *     the end for all three; before, ConvTranspose put it at the start);
  *   - ConvTranspose with output_shape (NOTSET): the odd pad at the start;
- *   - attributes so large that the geometry overflows int64 fail instead of wrapping. */
+ *   - attributes so large that the geometry overflows int64 fail instead of wrapping;
+ *   - pools whose window is wider than the (padded) input: the spec's output size
+ *     floor((in + pads - ek) / s) + 1 is <= 0, an empty output (before: an error, where ORT
+ *     returns an empty tensor; the fuzz class `invalid` found it); a Conv's is still an error;
+ *   - VALID with ceil_mode: the spec's ceil((in - ek + 1) / s), i.e. no ceil effect. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,8 +114,54 @@ static void check_overflow(void) {
   fbx_status_free(st);
 }
 
+static void check_empty_pool(void) {
+  const fbx_ir_op ops[3] = {FBX_IR_OP_MAXPOOL, FBX_IR_OP_AVGPOOL, FBX_IR_OP_CONV};
+  const fbx_ir_auto_pad aps[2] = {FBX_IR_PAD_VALID, FBX_IR_PAD_NOTSET};
+  int n_empty = 0;
+  for (int o = 0; o < 3; o++)
+    for (int a = 0; a < 2; a++)
+      for (int64_t s = 1; s <= 3; s++)
+        for (int64_t k = 1; k <= 4; k++)
+          for (int64_t d = 1; d <= 2; d++)
+            for (int64_t in = 1; in <= 6; in++)
+              for (int ceil = 0; ceil <= 1; ceil++) {
+                fbx_ir_node n = node(ops[o], aps[a], k, s, d);
+                n.params.conv.ceil_mode = ceil;
+                int64_t pb = aps[a] == FBX_IR_PAD_NOTSET && k > 1 ? 1 : 0;  // pads < kernel
+                for (int i = 0; i < 4; i++) n.params.conv.pads[i] = pb;
+                fbx_tensor x = X(in, in);
+                int64_t kern[3], pads[6], os[3];
+                fbx_status *st = fbx_ir_conv_geometry(&n, &x, NULL, kern, pads, os);
+                // the spec (MaxPool): ek = d (k - 1) + 1; VALID: floor((in - ek) / s) + 1 (its
+                // ceil_mode form ceil((in - ek + 1) / s) is the same); explicit pads:
+                // floor or, with ceil_mode, ceil((in + 2 pb - ek) / s) + 1, less a last window
+                // starting in the end pad; a size <= 0 is an empty output
+                int64_t ek = d * (k - 1) + 1, num = in + 2 * pb - ek, want;
+                if (ceil && aps[a] == FBX_IR_PAD_NOTSET && ops[o] != FBX_IR_OP_CONV) {
+                  want = (num >= 0 ? (num + s - 1) / s : -((-num) / s)) + 1;
+                  if (want > 0 && (want - 1) * s >= in + pb) want--;
+                } else {
+                  want = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+                }
+                if (want < 0) want = 0;
+                if (ops[o] == FBX_IR_OP_CONV && num < 0) {
+                  CHECK(st != NULL, "Conv k%lld d%lld in %lld: window wider than the input accepted", (long long)k,
+                        (long long)d, (long long)in);
+                } else {
+                  CHECK(!st && os[0] == want && os[1] == want, "%s %s ceil %d s%lld k%lld d%lld in %lld: %s out %lld, want %lld",
+                        fbx_ir_op_name(ops[o]), a ? "NOTSET" : "VALID", ceil, (long long)s, (long long)k, (long long)d,
+                        (long long)in, st ? fbx_status_message(st) : "", st ? -1LL : (long long)os[0], (long long)want);
+                  n_empty += !st && want == 0;
+                }
+                fbx_status_free(st);
+              }
+  CHECK(n_empty > 20, "only %d empty-output pool cases", n_empty);
+  printf("pool windows wider than the input: %d empty outputs checked\n", n_empty);
+}
+
 int main(void) {
   check_same();
+  check_empty_pool();
   check_output_shape();
   check_overflow();
   printf("ir geometry: %d passed, %d failed\n", passed, failed);

@@ -17,6 +17,11 @@
  *    dynamic steps live; outputs stay right at every step;
  *  - the same plan at a fixed past and then past + 1: still 1 capture, a
  *    replay every run (the segment's work does not depend on the past);
+ *  - the backend's graph epoch moves (fbx_opaque_backend_epoch_bump: what a
+ *    reallocated scratch buffer does; a stale graph then fails to launch, as
+ *    one reading freed memory would fault): the next run drops the graph and
+ *    captures it again at once (graph_invalidated 1, a capture, no replay of
+ *    the stale graph), outputs still right, and replays go on from the next run;
  *  - without a host backend the plan reads shape data back: never captured. */
 #include <string.h>
 
@@ -50,17 +55,17 @@ static fbx_opaque_stats stats_of(fbx_backend *be) {
 
 /* The two compiled objects under test: c on the opaque backend, ref on the CPU. */
 typedef struct pair {
-  fbx_ir_compiled *c, *ref;
+  fbx_exec_compiled *c, *ref;
   outs o, ro;
   int64_t captures, replays;
 } pair;
 
 /* One run of both; true when every output is bit-identical. r: c's report. */
-static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_ir_run_report *r, fbx_status **st) {
+static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_exec_run_report *r, fbx_status **st) {
   fbx_tensor in[2] = {T3(1, S, D, X), T3(1, P, D, PAST)};
-  fbx_ir_run_report rr;
-  *st = fbx_ir_compiled_run(pp->c, in, 2, out_fn, &pp->o, r);
-  if (!*st) *st = fbx_ir_compiled_run(pp->ref, in, 2, out_fn, &pp->ro, &rr);
+  fbx_exec_run_report rr;
+  *st = fbx_exec_compiled_run(pp->c, in, 2, out_fn, &pp->o, r);
+  if (!*st) *st = fbx_exec_compiled_run(pp->ref, in, 2, out_fn, &pp->ro, &rr);
   if (*st) return false;
   pp->captures += r->graph_captures;
   pp->replays += r->graph_replays;
@@ -72,27 +77,27 @@ static bool run_pair(pair *pp, int64_t S, int64_t P, fbx_ir_run_report *r, fbx_s
 }
 
 static void pair_free(pair *pp) {
-  fbx_ir_compiled_destroy(pp->c);
-  fbx_ir_compiled_destroy(pp->ref);
+  fbx_exec_compiled_destroy(pp->c);
+  fbx_exec_compiled_destroy(pp->ref);
   outs_free(&pp->o);
   outs_free(&pp->ro);
 }
 
 static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
-  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(false, 4, 5, W), opq, &oo, "static_opaque", &pp.c));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(false, 4, 5, W), cpu, &co, "static_cpu", &pp.ref));
   fbx_status *st = NULL;
   for (int k = 0; k < 8; k++) {
     fill(k);
-    fbx_ir_run_report r;
+    fbx_exec_run_report r;
     fbx_opaque_stats s0 = stats_of(opq);
     bool same = run_pair(&pp, 4, 5, &r, &st);
     fbx_opaque_stats s1 = stats_of(opq);
     CHECK(!st, "static run %d: %s", k, st ? fbx_status_message(st) : "");
     if (st) break;
-    CHECK(r.path == FBX_IR_PATH_GENERAL, "static run %d: path %s", k, fbx_ir_path_name(r.path));
+    CHECK(r.path == FBX_EXEC_PATH_GENERAL, "static run %d: path %s", k, fbx_exec_path_name(r.path));
     CHECK(same, "static run %d: outputs bit-identical to the CPU backend", k);
     int64_t want_c = k == 3, want_r = k > 3;
     CHECK(r.graph_captures == want_c && r.graph_replays == want_r,
@@ -117,17 +122,17 @@ static void test_static_plan(fbx_backend *opq, fbx_backend *cpu) {
 }
 
 static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
-  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "dec_opaque", &pp.c));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "dec_cpu", &pp.ref));
   fbx_status *st = NULL;
-  fbx_ir_run_report r;
+  fbx_exec_run_report r;
   int bad = 0, bad_graph = 0, k = 0;
   for (int64_t P = 3; P < 20 && !st; P++, k++) { /* a growing past: the past's steps change every run */
     fill((int)P);
     fbx_opaque_stats s0 = stats_of(opq);
-    if (!run_pair(&pp, 1, P, &r, &st) || r.path != FBX_IR_PATH_DECODE) bad++;
+    if (!run_pair(&pp, 1, P, &r, &st) || r.path != FBX_EXEC_PATH_DECODE) bad++;
     fbx_opaque_stats s1 = stats_of(opq);
     int64_t want_c = k == 4, want_r = k > 4;
     if (r.graph_captures != want_c || r.graph_replays != want_r) bad_graph++;
@@ -153,13 +158,40 @@ static void test_decode(fbx_backend *opq, fbx_backend *cpu) {
   pair_free(&pp);
 }
 
-static void test_read_back_never_captures(fbx_backend *opq, fbx_backend *cpu) {
-  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 4}, co = {.compile = true, .cache_limit = 4};
+static void test_epoch(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 4, .host = cpu}, co = {.compile = true, .cache_limit = 4};
   pair pp = {0};
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
-  CHECK_TRY(fbx_ir_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "ep_opaque", &pp.c));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "ep_cpu", &pp.ref));
   fbx_status *st = NULL;
-  fbx_ir_run_report r;
+  fbx_exec_run_report r;
+  int bad = 0, bad_graph = 0, k = 0;
+  int64_t inval = 0;
+  for (int64_t P = 3; P < 20 && !st; P++, k++) { /* captured at k == 4, as test_decode */
+    fill((int)P);
+    if (k == 7 || k == 10) fbx_opaque_backend_epoch_bump(opq); /* after a replay: the graph is stale now */
+    if (!run_pair(&pp, 1, P, &r, &st)) bad++;
+    inval += r.graph_invalidated;
+    bool recapture = k == 7 || k == 10;
+    int64_t want_c = k == 4 || recapture, want_r = k > 4 && !recapture;
+    if (r.graph_captures != want_c || r.graph_replays != want_r || r.graph_invalidated != recapture) bad_graph++;
+    if (r.host_syncs != 1) bad_graph++;
+  }
+  CHECK(!st && !bad, "epoch moves: %d runs differ from the CPU backend (%s)", bad, st ? fbx_status_message(st) : "");
+  CHECK(!bad_graph && inval == 2 && pp.captures == 3 && pp.replays == 10,
+        "epoch moves: %d runs off the plan; %lld invalidated, %lld captures / %lld replays (want 2, 3 / 10)", bad_graph,
+        (long long)inval, (long long)pp.captures, (long long)pp.replays);
+  fbx_status_free(st);
+  pair_free(&pp);
+}
+
+static void test_read_back_never_captures(fbx_backend *opq, fbx_backend *cpu) {
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 4}, co = {.compile = true, .cache_limit = 4};
+  pair pp = {0};
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), opq, &oo, "rb_opaque", &pp.c));
+  CHECK_TRY(fbx_exec_compiled_create(fbx_test_graph_kv(true, 0, 0, W), cpu, &co, "rb_cpu", &pp.ref));
+  fbx_status *st = NULL;
+  fbx_exec_run_report r;
   int bad = 0;
   for (int k = 0; k < 6 && !st; k++) {
     fill(k);
@@ -182,6 +214,7 @@ int main(void) {
   if (!st) {
     test_static_plan(opq, cpu);
     test_decode(opq, cpu);
+    test_epoch(opq, cpu);
     test_read_back_never_captures(opq, cpu);
   }
   fbx_status_free(st);

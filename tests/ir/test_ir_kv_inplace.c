@@ -106,9 +106,9 @@ typedef enum { SHARED, WRONG_INPUT, SEPARATE } mode;
 
 /* Two decode steps (P = 3, then 4) in the given binding mode on backend be. */
 static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode m) {
-  fbx_ir_compile_options co = {.compile = true, .cache_limit = 4, .host = host};
-  fbx_ir_compiled *c = NULL;
-  CHECK_TRY(fbx_ir_compiled_create(build_gqa(), be, &co, what, &c));
+  fbx_exec_compile_options co = {.compile = true, .cache_limit = 4, .host = host};
+  fbx_exec_compiled *c = NULL;
+  CHECK_TRY(fbx_exec_compiled_create(build_gqa(), be, &co, what, &c));
   unsigned seed = 7;
   float pk[KVH * CAP * H], pv[KVH * CAP * H], ref_k[KVH * CAP * H], ref_v[KVH * CAP * H];
   float q[NH * H], k[KVH * H], v[KVH * H], out[NH * H], want[NH * H];
@@ -139,8 +139,8 @@ static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode 
     binding b = {{out, pk, pv}, {-1, 3, 4}};
     if (m == WRONG_INPUT) b = (binding){{out, pv, own_v}, {-1, 4, -1}}; /* present_k in past_v's memory */
     if (m == SEPARATE) b = (binding){{out, own_k, own_v}, {-1, -1, -1}};
-    fbx_ir_run_report r;
-    CHECK_TRY(fbx_ir_compiled_run(c, in, 7, out_fn, &b, &r));
+    fbx_exec_run_report r;
+    CHECK_TRY(fbx_exec_compiled_run(c, in, 7, out_fn, &b, &r));
     float err = 0;
     for (int i = 0; i < NH * H; i++) err = fmaxf(err, fabsf(out[i] - want[i]));
     const float *got_k = b.buf[1], *got_v = b.buf[2];
@@ -160,7 +160,7 @@ static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode 
       CHECK(r.delta_count == 0 && r.copyout_count == 2 + full_out,
             "%s P=%lld: want no delta and %lld full copy-outs, got %lld and %lld", what, (long long)P,
             (long long)(2 + full_out), (long long)r.delta_count, (long long)r.copyout_count);
-    if (P == 4) CHECK(r.cache == FBX_IR_CACHE_HIT, "%s: second step: cache %d, want HIT", what, (int)r.cache);
+    if (P == 4) CHECK(r.cache == FBX_EXEC_CACHE_HIT, "%s: second step: cache %d, want HIT", what, (int)r.cache);
     /* the host's next past: rows [0, P] as the presents have them, the rest sentinel (the
      * wrong-input binding wrote present_key over past_value's memory) */
     for (int i = 0; i < KVH * CAP * H; i++) {
@@ -171,7 +171,7 @@ static void run_case(fbx_backend *be, fbx_backend *host, const char *what, mode 
     printf("  %s P=%lld: out err %.2g; delta %lld (%lld B), full %lld\n", what, (long long)P, err,
            (long long)r.delta_count, (long long)r.delta_bytes, (long long)r.copyout_count);
   }
-  fbx_ir_compiled_destroy(c);
+  fbx_exec_compiled_destroy(c);
 }
 
 int main(void) {

@@ -319,6 +319,7 @@ static void test_registry_rules(void) {
       [FBX_ONNX_RANK_COMPRESS] = 1, [FBX_ONNX_RANK_SKIPNORM] = 2,
       [FBX_ONNX_RANK_MNB] = 2, [FBX_ONNX_RANK_GQA] = -1 /* query rank 2 is not a GQA query */,
       [FBX_ONNX_RANK_RNN] = -1 /* X of rank 2 is not a sequence */,
+      [FBX_ONNX_RANK_CF] = -1 /* Loop/Scan: no body described here (test_e2e_loop_scan has them) */,
   };
   int n_msft = 0;
   for (int i = 0; i < fbx_onnx_registry_count(); i++) {
@@ -361,7 +362,38 @@ static void test_rnn(void) {
   expect(yh1, 3, D(2, 1, 4));
 }
 
+/* Loop / Scan (rule CF) from a body described by hand: a carried output as the body makes it,
+ * a scan output the body's slice with the iteration count inserted (Loop: axis 0, unknown; Scan:
+ * at scan_output_axes, the scan input's length along its axis). */
+static void test_cf(void) {
+  static fbx_onnx_value bv[3] = {
+      {.name = "c", .kind = FBX_ONNX_VALUE_TENSOR, .dtype = FBX_DTYPE_BOOL, .rank = 0},
+      {.name = "h_out", .kind = FBX_ONNX_VALUE_TENSOR, .dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, 5}},
+      {.name = "y", .kind = FBX_ONNX_VALUE_TENSOR, .dtype = FBX_DTYPE_F32, .rank = 1, .dims = {3}}};
+  static const int loop_outs[3] = {0, 1, 2}, scan_outs[2] = {1, 2};
+  static const fbx_onnx_graph loop_body = {.n_values = 3, .values = bv, .n_outputs = 3, .outputs = loop_outs};
+  static const fbx_onnx_graph scan_body = {.n_values = 3, .values = bv, .n_outputs = 2, .outputs = scan_outs};
+  static const fbx_onnx_graph *const lb[1] = {&loop_body}, *const sb[1] = {&scan_body};
+  static const char *const body_name[1] = {"body"};
+  tb_reset();
+  int m = input("M", 0, NULL), h0 = input("h0", 2, D(2, 5)), hl = val("h_last", -1, NULL), ys = val("ys", -1, NULL);
+  fbx_onnx_node *l = node("Loop", 17, 3, I(m, -1, h0), 2, I(hl, ys));
+  l->has_subgraph = true, l->n_subgraphs = 1, l->subgraphs = lb, l->subgraph_names = body_name;
+  int s0 = input("s0", 2, D(2, 5)), xs = input("xs", 3, D(7, 2, 4)), sl = val("s_last", -1, NULL),
+      zs = val("zs", -1, NULL);
+  fbx_onnx_node *sc = node("Scan", 16, 2, I(s0, xs), 2, I(sl, zs));
+  sc->has_subgraph = true, sc->n_subgraphs = 1, sc->subgraphs = sb, sc->subgraph_names = body_name;
+  attr_int(sc, "num_scan_inputs", 1);
+  attr_ints(sc, "scan_output_axes", 1, D(-1));
+  CHECK(fbx_onnx_graph_infer_ranks(&B.g) == NULL, "cf: infer_ranks failed");
+  expect(hl, 2, D(2, 5));
+  expect(ys, 2, D(-1, 3));
+  expect(sl, 2, D(2, 5));
+  expect(zs, 2, D(3, 7));
+}
+
 int main(void) {
+  test_cf();
   test_rnn();
   test_chain();
   test_static();

@@ -650,6 +650,23 @@ static void test_cover2(void) {
     fbx_ir_graph_destroy(ir);
   }
   {
+    /* GatherND: index depth (indices' last dim) 0 or unknown declined with the reason; 2 claimed */
+    const int64_t depth[3] = {0, -1, 2};
+    const char *want[3] = {"is 0", "unknown", NULL};
+    for (int c = 0; c < 3; c++) {
+      tg t;
+      tg_init(&t);
+      int x = tg_input(&t, "x", FBX_DTYPE_F32, 3, (int64_t[]){2, 3, 4});
+      int i = tg_input(&t, "i", FBX_DTYPE_I64, 2, (int64_t[]){2, depth[c]});
+      int y = tg_val(&t, "y", FBX_DTYPE_F32, 2, NULL);
+      int k = tg_node(&t, "GatherND", 13, (int[]){x, i}, 2, &y, 1);
+      tg_attr_i(&t, k, "batch_dims", c == 2 ? 1 : 0);
+      tg_output(&t, y);
+      if (want[c]) CHECK(expect_decline(&t, k, want[c]), "gathernd depth %lld declined: %s", (long long)depth[c], g_reason);
+      else CHECK(claim(&t, k), "gathernd batch_dims 1 depth 2 claimed: %s", g_reason);
+    }
+  }
+  {
     tg t;
     tg_init(&t);
     int x = tg_input(&t, "x", FBX_DTYPE_F32, 1, (int64_t[]){6});

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ref_bcast.h"
 #include "ops/od_case.h"
 
 // 1 when c's op (and input dtype) has a reference here.
@@ -42,10 +43,7 @@ int64_t od_ref_requant(float v, int64_t zp, int64_t lo, int64_t hi);
 // Exact integer element access (no detour through double); store wraps to the dtype's width.
 int64_t od_ref_load(const fbx_host_tensor *t, size_t i);
 void od_ref_store(fbx_host_tensor *t, size_t i, int64_t v);
-// Offset into a tensor of dims[r] of the element that numpy broadcasting maps output element
-// `flat` of out_dims[out_rank] to (dims right-aligned against out_dims, size-1 dims repeat).
-size_t od_ref_bcast_offset(int r, const int64_t *dims, int out_rank, const int64_t *out_dims, size_t flat);
-// Broadcast shape of a[ra] and b[rb] into out (rank returned), or -1 when they do not broadcast.
-int od_ref_bcast_shape(int ra, const int64_t *a, int rb, const int64_t *b, int64_t *out);
+// od_ref_bcast_offset / od_ref_bcast_shape: numpy broadcasting, shared with the fuzz
+// target's reference (common/ref_bcast.h).
 
 #endif

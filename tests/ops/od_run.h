@@ -4,7 +4,7 @@
 #define FBX_TESTS_OD_RUN_H
 
 #include "ops/od_case.h"
-#include "ops/od_judge.h"
+#include "common/od_judge.h"
 
 typedef struct od_run_opts {
   // Self-test hooks (test_ops_diff --corrupt-ort, test_ops_judge): perturb element 0 of the

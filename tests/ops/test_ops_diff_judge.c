@@ -1,4 +1,4 @@
-// test_ops_diff_judge — checks the differential harness's own judge (tests/ops/od_judge.h) and
+// test_ops_diff_judge — checks the differential harness's own judge (tests/common/od_judge.h) and
 // independent references (od_ref*.c), so that "ORT disagrees; independent reference agrees"
 // can be trusted:
 //   1. the decision rule on hand-made outputs, every branch: agree, ORT off (pass + report),
@@ -18,7 +18,7 @@
 #include "common/check.h"
 #include "common/ort_host.h"
 #include "ops/od_gen.h"
-#include "ops/od_judge.h"
+#include "common/od_judge.h"
 #include "ops/od_ref.h"
 #include "ops/od_run.h"
 

@@ -38,6 +38,14 @@ static int g_prof_start = -1, g_prof_stop = -1, g_prof_calls; /* at which eval (
 static int g_run;                                               /* run index of the test loop */
 static uint64_t g_dev_clock;                                    /* the fake device's clock, ns */
 
+static fbx_device_activity_fn g_sink_fn; /* FBX_TEST_SINK: records go straight to the sink, as from CUPTI's thread */
+static int g_sinks;
+/* The sink is called on a thread of its own, as CUPTI's thread calls it: the trace stores the
+ * record there (binary) and makes its events at a flush on another thread. */
+static void *deliver(void *a) {
+  g_sink_fn(NULL, a);
+  return NULL;
+}
 static fbx_status *fake_run_node(fbx_backend *be, const fbx_ir_node *n, void *state, const fbx_tensor *in, int n_in,
                                  fbx_tensor *out, int n_out, fbx_kernel_info *info) {
   fbx_status *st = g_cpu_vt->run_node(be, n, state, in, n_in, out, n_out, info);
@@ -49,6 +57,13 @@ static fbx_status *fake_run_node(fbx_backend *be, const fbx_ir_node *n, void *st
                            .correlation = (uint32_t)g_nq + 1, .tag = tl_tag,
                            .grid = {1, 1, 1}, .block = {32, 1, 1}, .registers = 16};
   g_dev_clock += d + 1000; /* 1 us launch gap */
+  if (g_sink_fn) {
+    a.correlation += 1000;
+    pthread_t th;
+    if (pthread_create(&th, NULL, deliver, &a)) return FBX_ERR_OOM();
+    pthread_join(th, NULL);
+    return NULL;
+  }
   g_q[g_nq++] = a;
   return NULL;
 }
@@ -77,8 +92,17 @@ static fbx_status *fake_prof(fbx_backend *be, bool start) {
   return NULL;
 }
 static const char *fake_bus(fbx_backend *be) { (void)be; return "0000:00:00.0"; }
+static void fake_sink(fbx_backend *be, fbx_device_activity_fn fn, void *ctx) {
+  (void)be;
+  (void)ctx;
+  g_sink_fn = fn;
+  g_sinks++;
+}
 static const fbx_backend_obs g_obs = {.bus_id = fake_bus, .profiler_range = fake_prof, .activity_enable = fake_enable,
                                       .activity_tag = fake_tag, .activity_drain = fake_drain};
+static const fbx_backend_obs g_obs_sink = {.bus_id = fake_bus, .profiler_range = fake_prof,
+                                           .activity_enable = fake_enable, .activity_tag = fake_tag,
+                                           .activity_drain = fake_drain, .activity_sink = fake_sink};
 
 static fbx_ir_graph *two_nodes(void) {
   fbx_ir_graph *g;
@@ -104,19 +128,20 @@ static int child_exec(void) {
   g_cpu_vt = cpu->vt;
   g_vt = *cpu->vt;
   g_vt.run_node = fake_run_node;
-  g_vt.obs = &g_obs;
+  bool sink = getenv("FBX_TEST_SINK") != NULL;
+  g_vt.obs = sink ? &g_obs_sink : &g_obs;
   cpu->vt = &g_vt;
   fbx_trace_session *s = fbx_trace_session_create("gpu-exec");
-  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 2};
-  fbx_ir_compiled *c = NULL;
-  if (fbx_ir_compiled_create(two_nodes(), cpu, &oo, "two", &c)) return 11;
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 2};
+  fbx_exec_compiled *c = NULL;
+  if (fbx_exec_compiled_create(two_nodes(), cpu, &oo, "two", &c)) return 11;
   outs o = {0};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, D}, .data = X};
   int rc = 0;
   for (g_run = 0; g_run < RUNS && !rc; g_run++) {
     fbx_trace_session_bind(s);
-    fbx_ir_run_report r;
-    fbx_status *st = fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r);
+    fbx_exec_run_report r;
+    fbx_status *st = fbx_exec_compiled_run(c, &in, 1, out_fn, &o, &r);
     fbx_trace_session_bind(NULL);
     if (st) {
       fprintf(stderr, "run: %s\n", fbx_status_message(st));
@@ -132,7 +157,7 @@ static int child_exec(void) {
   }
   fbx_exec_gpuobs_finish(cpu);
   fbx_trace_session_destroy(s);
-  fbx_ir_compiled_destroy(c);
+  fbx_exec_compiled_destroy(c);
   outs_free(&o);
   cpu->vt = g_cpu_vt;
   fbx_backend_destroy(cpu);
@@ -141,6 +166,7 @@ static int child_exec(void) {
   if (!rc && !capture && g_prof_calls) rc = 16;
   if (!rc && trace && g_enables != 1) rc = 17;
   if (!rc && !trace && !capture && (g_enables || g_tags)) rc = 18; /* off: no recording, no tags */
+  if (!rc && sink && trace && (g_sinks != 1 || g_nq)) rc = 19; /* the sink was set once, nothing queued */
   if (rc) fprintf(stderr, "child: rc %d (profiler %d calls, start %d stop %d; %d enables, %d tags)\n", rc, g_prof_calls,
                   g_prof_start, g_prof_stop, g_enables, g_tags);
   return rc;
@@ -150,10 +176,11 @@ static double arg_num(json_t *e, const char *k) { return json_number_value(json_
 static const char *arg_s(json_t *e, const char *k) { return json_string_value(json_object_get(json_object_get(e, "args"), k)); }
 static const char *str(json_t *e, const char *k) { return json_string_value(json_object_get(e, k)); }
 
-static int t_exec(void) {
-  char *tr = path_of("exec.json"), *cap = path_of("exec_cap.json"), *err = path_of("exec.err");
+static int exec_case(bool sink) {
+  char *tr = path_of(sink ? "exec_sink.json" : "exec.json"), *cap = path_of(sink ? "exec_sink_cap.json" : "exec_cap.json");
+  char *err = path_of(sink ? "exec_sink.err" : "exec.err");
   const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), envv(1, "FUSEBOX_GPU_CAPTURE=%s", cap),
-                       envv(2, "FUSEBOX_GPU_CAPTURE_EVAL=%s", "2"), NULL};
+                       envv(2, "FUSEBOX_GPU_CAPTURE_EVAL=%s", "2"), sink ? "FBX_TEST_SINK=1" : NULL, NULL};
   int rc = run_child("exec", env, err);
   if (rc) {
     char *e = slurp(err);
@@ -175,10 +202,10 @@ static int t_exec(void) {
     if (!strcmp(cat, "op.device")) {
       CHECK(ev >= 1 && ev <= RUNS);
       if (!strcmp(nm, "MatMul")) {
-        CHECK(!strcmp(arg_s(e, "node"), "mm") && fabs(arg_num(e, "device_us") - 10.0) < 1e-9);
+        CHECK(!strcmp(arg_s(e, "node"), "mm") && fabs(arg_num(e, "dev_us") - 10.0) < 1e-9);
         per_eval[ev][0]++;
       } else {
-        CHECK(!strcmp(arg_s(e, "node"), "add") && fabs(arg_num(e, "device_us") - 3.0) < 1e-9);
+        CHECK(!strcmp(arg_s(e, "node"), "add") && fabs(arg_num(e, "dev_us") - 3.0) < 1e-9);
         per_eval[ev][1]++;
       }
     } else if (!strcmp(cat, "gpu.kernel")) {
@@ -187,7 +214,7 @@ static int t_exec(void) {
                                     : !strcmp(arg_s(e, "node"), "add"));
     } else if (!strcmp(cat, "device") && !strcmp(nm, "fusebox.eval") && arg_s(e, "side")) {
       n_dev_eval++;
-      CHECK(fabs(arg_num(e, "device_us") - 13.0) < 1e-9 && fabs(json_number_value(json_object_get(e, "dur")) - 14.0) < 1e-9);
+      CHECK(fabs(arg_num(e, "dev_us") - 13.0) < 1e-9 && fabs(json_number_value(json_object_get(e, "dur")) - 14.0) < 1e-9);
     }
   }
   for (int ev = 1; ev <= RUNS; ev++) CHECK(per_eval[ev][0] == 1 && per_eval[ev][1] == 1);
@@ -211,6 +238,10 @@ static int t_exec(void) {
   json_decref(c);
   return 0;
 }
+
+static int t_exec(void) { return exec_case(false); }
+/* the same with the backend's sink: records reach the trace as they are delivered, no drain */
+static int t_exec_sink(void) { return exec_case(true); }
 
 static int t_exec_off(void) {
   const char *env[] = {NULL};
@@ -241,16 +272,16 @@ static int child_cuda(void) {
   fbx_cpu_options co = {.threads = 1};
   if (fbx_cpu_backend_create(&co, &cpu)) return 21;
   fbx_trace_session *s = fbx_trace_session_create("gpu-cuda");
-  fbx_ir_compile_options oo = {.compile = true, .cache_limit = 2, .host = cpu};
-  fbx_ir_compiled *c = NULL;
-  if (fbx_ir_compiled_create(two_nodes(), cuda, &oo, "two_cuda", &c)) return 22;
+  fbx_exec_compile_options oo = {.compile = true, .cache_limit = 2, .host = cpu};
+  fbx_exec_compiled *c = NULL;
+  if (fbx_exec_compiled_create(two_nodes(), cuda, &oo, "two_cuda", &c)) return 22;
   outs o = {0};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, D}, .data = X};
   int rc = 0;
   for (int run = 0; run < RUNS && !rc; run++) {
     fbx_trace_session_bind(s);
-    fbx_ir_run_report r;
-    st = fbx_ir_compiled_run(c, &in, 1, out_fn, &o, &r);
+    fbx_exec_run_report r;
+    st = fbx_exec_compiled_run(c, &in, 1, out_fn, &o, &r);
     fbx_trace_session_bind(NULL);
     if (st) {
       fprintf(stderr, "run: %s\n", fbx_status_message(st));
@@ -260,7 +291,7 @@ static int child_cuda(void) {
   }
   fbx_exec_gpuobs_finish(cuda);
   fbx_trace_session_destroy(s);
-  fbx_ir_compiled_destroy(c);
+  fbx_exec_compiled_destroy(c);
   outs_free(&o);
   fbx_backend_destroy(cuda);
   fbx_backend_destroy(cpu);
@@ -281,26 +312,29 @@ static int t_cuda(void) {
     return 0;
   }
   CHECK(se && strstr(se, "slowest ops (device time)"));
-  free(se);
   json_t *j = NULL, *c = NULL;
   CHECK(load_ok(tr, &j));
-  /* every kernel of a live eval is attributed to mm (cuBLASLt's GEMM or our GEMV) or add (our
-   * elementwise kernel, fused or not); per live eval both nodes have an op.device slice, and
-   * their device times add up to at most the eval's busy time (uploads and output copies
-   * belong to no node). Once the static plan is captured as a CUDA graph (the third run on),
-   * an eval is one graph launch: its kernels carry no node and the eval has one
-   * "CUDAGraphReplay" op.device slice instead (trace_gpu.c says so). */
-  double op_us[RUNS + 2] = {0}, ev_us[RUNS + 2] = {0};
-  int ew[RUNS + 2] = {0}, mm[RUNS + 2] = {0}, replay[RUNS + 2] = {0}, cap_kernels_in_trace = 0;
+  /* Every kernel is attributed to mm (cuBLASLt's GEMM or our GEMV) or add (our elementwise
+   * kernel, fused or not). Live evals by correlation id; once the static plan is captured as
+   * a CUDA graph (the third run on) an eval is one graph launch and, with CUPTI's callback
+   * mode (the summary says "tags: callback"), its kernels are split over mm and add by capture
+   * order; in extcorr mode the replay stays one "CUDAGraphReplay" slice. Per eval the op.device
+   * slices (nodes, the replay, "(no node)": input uploads and output copies) add up to the
+   * device-side eval's dev_us, and the nodes' kernels are at least 90% of its kernel time (the
+   * issue's 10% rule; here exactly all of it). */
+  bool cb = se && strstr(se, "tags: callback");
+  double op_us[RUNS + 2] = {0}, ev_us[RUNS + 2] = {0}, k_us[RUNS + 2] = {0}, k_node_us[RUNS + 2] = {0};
+  int ew[RUNS + 2] = {0}, mm[RUNS + 2] = {0}, replay[RUNS + 2] = {0}, by_order[RUNS + 2] = {0}, cap_kernels_in_trace = 0;
   size_t i;
   json_t *e;
   json_array_foreach(events(j), i, e) {
     const char *cat = str(e, "cat"), *nm = str(e, "name");
     int64_t ev = arg_int(e, "eval");
-    if (cat && nm && ev >= 1 && ev <= RUNS && !strcmp(cat, "op.device") && !strcmp(nm, "CUDAGraphReplay"))
-      replay[ev] = 1;
+    if (!cat || !nm || ev < 1 || ev > RUNS || strcmp(cat, "op.device")) continue;
+    if (!strcmp(nm, "CUDAGraphReplay")) replay[ev] = 1;
+    if (arg_s(e, "attribution") && !strcmp(arg_s(e, "attribution"), "capture order")) by_order[ev] = 1;
   }
-  CHECK(!replay[1]); /* the first run is live */
+  CHECK(!replay[1] && !by_order[1]); /* the first run is live */
   json_array_foreach(events(j), i, e) {
     const char *cat = str(e, "cat"), *nm = str(e, "name");
     if (!cat || !nm) continue;
@@ -308,21 +342,30 @@ static int t_cuda(void) {
     if (ev < 1 || ev > RUNS) continue;
     if (!strcmp(cat, "gpu.kernel")) {
       const char *node = arg_s(e, "node");
-      if (!node) CHECK(replay[ev]); /* only a graph launch's kernels have no node */
+      double d = json_number_value(json_object_get(e, "dur"));
+      k_us[ev] += d;
+      if (!node) CHECK(!cb && replay[ev]); /* only an unsplit graph launch's kernels have no node */
       else CHECK(!strcmp(node, "mm") || !strcmp(node, "add"));
+      if (node) k_node_us[ev] += d;
       if (node && strstr(nm, "ew_kernel")) CHECK(!strcmp(node, "add"));
       if (ev == 3) cap_kernels_in_trace++;
     } else if (!strcmp(cat, "op.device")) {
-      op_us[ev] += arg_num(e, "device_us");
+      op_us[ev] += arg_num(e, "dev_us");
       if (!strcmp(arg_s(e, "node"), "mm")) mm[ev]++;
       if (!strcmp(arg_s(e, "node"), "add")) ew[ev]++;
     } else if (!strcmp(cat, "device") && !strcmp(nm, "fusebox.eval") && arg_s(e, "side")) {
-      ev_us[ev] += arg_num(e, "device_us");
+      ev_us[ev] += arg_num(e, "dev_us");
+      CHECK(fabs(arg_num(e, "span_us") - arg_num(e, "dev_us") - arg_num(e, "idle_us")) < 1e-3);
     }
   }
+  int n_replay = 0, n_order = 0;
   for (int ev = 1; ev <= RUNS; ev++) {
-    if (!replay[ev]) CHECK(mm[ev] == 1 && ew[ev] == 1);
-    CHECK(op_us[ev] > 0 && op_us[ev] <= ev_us[ev] + 1e-3);
+    if (!replay[ev]) CHECK(mm[ev] >= 1 && ew[ev] >= 1);
+    if (cb && ev >= 3) CHECK(by_order[ev] && !replay[ev]); /* replays split by capture order */
+    CHECK(ev_us[ev] > 0 && fabs(op_us[ev] - ev_us[ev]) <= 0.01 * ev_us[ev] + 1e-3); /* the slices add up */
+    if (cb || !replay[ev]) CHECK(k_us[ev] > 0 && k_node_us[ev] >= 0.9 * k_us[ev]);
+    n_replay += replay[ev];
+    n_order += by_order[ev];
   }
   CHECK(load_ok(cap, &c));
   int nk = 0;
@@ -334,10 +377,10 @@ static int t_cuda(void) {
     }
   }
   CHECK(nk == cap_kernels_in_trace && nk >= 2);
-  int n_replay = 0;
-  for (int ev = 1; ev <= RUNS; ev++) n_replay += replay[ev];
-  printf("     cuda: every kernel of %d live evals attributed to its node, %d graph-replay evals; capture of "
-         "eval index 2 holds its %d kernels\n", RUNS - n_replay, n_replay, nk);
+  printf("     cuda (tags: %s): kernels attributed to their nodes in %d evals (%d graph replays split by capture "
+         "order, %d not split); capture of eval index 2 holds its %d kernels\n", cb ? "callback" : "extcorr",
+         RUNS - n_replay, n_order, n_replay, nk);
+  free(se);
   json_decref(j);
   json_decref(c);
   return 0;
@@ -346,6 +389,7 @@ static int t_cuda(void) {
 static const tcase k_cases[] = {
     {"cuda_attribution_two_nodes", t_cuda, "cuda", child_cuda},
     {"exec_attribution_capture", t_exec, "exec", child_exec},
+    {"exec_attribution_sink", t_exec_sink, NULL, NULL},
     {"exec_all_unset_no_recording", t_exec_off, NULL, NULL},
 };
 

@@ -125,11 +125,8 @@ static int child_summarize_src(void) {
   fbx_trace_session_destroy(s);
   return 0;
 }
-static int t_summarize(void) {
-  char *trace = path_of("sz.json");
-  char *out = path_of("sz.out");
-  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
-  CHECK(run_child("summarize_src", env, path_of("sz.err")) == 0);
+/* `fusebox trace summarize TRACE` in a child whose stdout is OUT; its exit status (-1: it did not exit). */
+static int summarize_into(char *trace, const char *out) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
@@ -140,8 +137,15 @@ static int t_summarize(void) {
     _exit(r);
   }
   int st = 0;
-  waitpid(pid, &st, 0);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+  return WEXITSTATUS(st);
+}
+static int t_summarize(void) {
+  char *trace = path_of("sz.json");
+  char *out = path_of("sz.out");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("summarize_src", env, path_of("sz.err")) == 0);
+  CHECK(summarize_into(trace, out) == 0);
   char *s = slurp(out);
   CHECK(s);
   CHECK(strstr(s, "claim:   5/8 nodes claimed (62.5%) across 2 fused subgraph(s), 1 GetCapability call(s)"));
@@ -159,14 +163,68 @@ static int t_summarize(void) {
   CHECK(f);
   fputs("{\"traceEvents\":[", f);
   fclose(f);
-  pid = fork();
+  fflush(stdout);
+  pid_t pid = fork();
   if (pid == 0) {
     if (!freopen("/dev/null", "w", stderr)) _exit(99);
     char *argv[] = {"trace", "summarize", bad, NULL};
     _exit(fbx_cmd_trace(3, argv));
   }
+  int st = 0;
   waitpid(pid, &st, 0);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+  return 0;
+}
+
+/* `fusebox trace summarize` on a trace with a GPU track ranks ops by device time: two evals,
+ * each an upload of no node [0,2] us, MatMul's kernel [3,13] and Add's [14,18] (host spans 2 us
+ * each), so device time MatMul 20 us (62.5% of the op.device slices' 32 us), Add 8 us (25%),
+ * "(no node)" 4 us (12.5%); span 36 us = busy 32 + idle 4 (11.1%). */
+static int child_summarize_gpu(void) {
+  static int scope;
+  fbx_trace_session *s = fbx_trace_session_create("sz-gpu");
+  fbx_trace_session_bind(s);
+  fbx_trace_op_site_desc dm = {.scope = &scope, .op = "MatMul", .node = "mm", .node_id = 0, .device = "cuda"};
+  fbx_trace_op_site_desc da = {.scope = &scope, .op = "Add", .node = "add", .node_id = 1, .device = "cuda"};
+  fbx_trace_op_site *mm = fbx_trace_op_site_get(s, &dm), *add = fbx_trace_op_site_get(s, &da);
+  if (!mm || !add) return 3;
+  for (int k = 0; k < 2; k++) {
+    bool cap = false;
+    uint64_t ev = fbx_trace_gpu_eval_begin(&cap), t = fbx_trace_now_ns();
+    fbx_trace_complete("MatMul", "op", t, t + 2000, NULL, 0);
+    fbx_trace_complete("Add", "op", t + 2000, t + 4000, NULL, 0);
+    t += 1000000;
+    fbx_trace_gpu_act a[3] = {
+        {.kind = 2, .start_ns = t, .end_ns = t + 2000, .stream = 1, .eval = ev, .bytes = 64, .copy_kind = 1},
+        {.kind = 1, .name = "k_mm", .start_ns = t + 3000, .end_ns = t + 13000, .stream = 1, .eval = ev, .site = mm},
+        {.kind = 1, .name = "k_add", .start_ns = t + 14000, .end_ns = t + 18000, .stream = 1, .eval = ev, .site = add}};
+    for (int i = 0; i < 3; i++) fbx_trace_gpu_activity(&a[i]);
+  }
+  fbx_trace_gpu_drained(true);
+  fbx_trace_session_bind(NULL);
+  fbx_trace_session_destroy(s);
+  return 0;
+}
+static int t_summarize_gpu(void) {
+  char *trace = path_of("szg.json"), *out = path_of("szg.out");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", trace), NULL};
+  CHECK(run_child("summarize_gpu", env, path_of("szg.err")) == 0);
+  CHECK(summarize_into(trace, out) == 0);
+  char *s = slurp(out);
+  CHECK(s);
+  CHECK(strstr(s, "device:  2 device-side eval(s): span 36.0us = busy 32.0us + idle (host-bound) 4.0us (11.1%); "
+                  "op.device slices 32.0us"));
+  const char *d = strstr(s, "slowest ops (device time, from the GPU track's op.device slices");
+  CHECK(d);
+  const char *m1 = strstr(d, " 1. MatMul "), *m2 = strstr(d, " 2. Add "), *m3 = strstr(d, " 3. (no node) ");
+  CHECK(m1 && m2 && m3 && m1 < m2 && m2 < m3);
+  const char *v1 = strstr(m1, "20.0us  62.5%  2 slices\n"), *v2 = strstr(m2, " 8.0us  25.0%  2 slices\n");
+  CHECK(v1 && v1 < m2 && v2 && v2 < m3);
+  CHECK(strstr(m3, " 4.0us  12.5%  2 slices  (not a node)\n"));
+  /* the host spans still listed, after, as host time */
+  const char *h = strstr(s, "slowest ops in host time (from per-node spans");
+  CHECK(h && h > d && strstr(h, " 4.0us  50.0%  2 calls"));
+  free(s);
   return 0;
 }
 
@@ -273,6 +331,7 @@ static const tcase k_cases[] = {
     {"volume_drains", t_volume, "volume", child_volume},
     {"strings_copied_big_and_budget", t_copies, "copies", child_copies},
     {"cmd_trace_summarize", t_summarize, "summarize_src", child_summarize_src},
+    {"cmd_trace_summarize_device_time", t_summarize_gpu, "summarize_gpu", child_summarize_gpu},
     {"ort_profiler_events", t_ort_profiler, "ort_profiler", child_ort_profiler},
 };
 

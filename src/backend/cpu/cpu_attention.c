@@ -14,9 +14,13 @@
  * cos/sin (max_pos, rot/2): half-split pairs (i, i + rot/2), or interleaved
  * pairs (2i, 2i + 1); dims >= rot pass through.
  *
- * Decode kernel: one task per (b, kv group, query row); every head of the
+ * Row kernel: one task per (b, kv group, query row); every head of the
  * group is scored against each key row while it is in cache, so K and V are
- * read once per group, not once per head.
+ * read once per group, not once per head. Decode (S = 1) with few groups per
+ * thread splits each group's keys into nc chunks (one task each: partial max,
+ * sum and unnormalised output per head), then combines them (fbx__gqa_combine),
+ * so every thread streams part of every cache (B kvh = 2 groups on 2 threads
+ * left one thread per group, and any descheduled thread held a whole group).
  *
  * Shapes: q (B, S, nh*H) or packed (B, S, (nh + 2 kvh) * H); k, v (B, S, kvh*H);
  * past/present (B, kvh, len, H); out (B, S, nh*H). */
@@ -27,20 +31,9 @@
 #include <immintrin.h>
 #endif
 
+#include "cpu_gqa.h"
 #include "cpu_internal.h"
 #include "cpu_simd.h"
-
-static inline float fbx__att_dot(const float *a, const float *b, int64_t n) {
-  int64_t i = 0;
-  float s = 0;
-#if defined(__AVX2__)
-  __m256 acc = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  s = fbx__hsum256(acc);
-#endif
-  for (; i < n; i++) s += a[i] * b[i];
-  return s;
-}
 
 /* y(H) = rotary(x) at one position (cs, sn: rot/2 values); y may not alias x. */
 static void fbx__att_rope(const float *x, float *y, int64_t H, int64_t rot, const float *cs, const float *sn,
@@ -70,7 +63,13 @@ typedef struct fbx__att_job {
   int64_t B, S, nh, kvh, H, L;
   float scale, softcap;
   float *scratch;          /* per worker: hpg * L scores */
+  int64_t nc;              /* split decode: chunks per (b, group) */
+  float *po, *pm, *pl;     /* split decode: (B kvh nc, hpg, H) outputs, (B kvh nc, hpg) maxima and sums */
 } fbx__att_job;
+
+/* Split decode: keys per chunk at least this many (below it the combine and the extra
+ * tasks cost more than the parallel streaming gains). */
+#define FBX__GQA_CHUNK_KEYS 128
 
 /* Task i = ((b * kvh) + g) * S + s. */
 static void fbx__att_rows(void *arg, int64_t i0, int64_t i1, int worker) {
@@ -84,36 +83,36 @@ static void fbx__att_rows(void *arg, int64_t i0, int64_t i1, int worker) {
     const float *K = j->pk + ((b * j->kvh + g) * L) * H, *V = j->pv + ((b * j->kvh + g) * L) * H;
     const float *q0 = j->q + (b * j->S + s) * j->q_row + g * hpg * H;
     float *o0 = j->out + (b * j->S + s) * j->nh * H + g * hpg * H;
-    for (int64_t t = 0; t < n; t++) { /* scores: every head of the group against key row t */
-      const float *kr = K + t * H;
-      for (int64_t h = 0; h < hpg; h++) {
-        float x = j->scale * fbx__att_dot(q0 + h * H, kr, H);
-        if (j->softcap > 0) x = j->softcap * tanhf(x / j->softcap);
-        sc[h * L + t] = x;
-      }
-    }
-    for (int64_t h = 0; h < hpg; h++) { /* softmax per head */
-      float *r = sc + h * L, mx = -INFINITY, sum = 0;
-      for (int64_t t = 0; t < n; t++) mx = r[t] > mx ? r[t] : mx;
-      for (int64_t t = 0; t < n; t++) sum += r[t] = expf(r[t] - mx);
-      float inv = sum > 0 ? 1.0f / sum : 0.0f;
-      for (int64_t t = 0; t < n; t++) r[t] *= inv;
-      memset(o0 + h * H, 0, sizeof(float) * (size_t)H);
-    }
-    for (int64_t t = 0; t < n; t++) { /* out_h += p_ht * V[t], V row read once for the group */
-      const float *vr = V + t * H;
-      for (int64_t h = 0; h < hpg; h++) {
-        float p = sc[h * L + t], *o = o0 + h * H;
-        int64_t d = 0;
-#if defined(__AVX2__)
-        __m256 pp = _mm256_set1_ps(p);
-        for (; d + 8 <= H; d += 8)
-          _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pp, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
-#endif
-        for (; d < H; d++) o[d] += p * vr[d];
-      }
-    }
+    fbx__gqa_group_row(q0, K, V, n, hpg, H, j->scale, j->softcap, sc, L, o0); /* cpu_gqa_rows.c */
   }
+}
+
+/* Split decode, task i = (b kvh + g) nc + c: chunk c of the keys of group g, in steps of
+ * ck = ceil(n / nc) rounded up to 8 keys (the row kernel's score blocks). */
+static void fbx__att_parts(void *arg, int64_t i0, int64_t i1, int worker) {
+  const fbx__att_job *j = arg;
+  const int64_t H = j->H, L = j->L, hpg = j->nh / j->kvh;
+  float *sc = j->scratch + (size_t)worker * (size_t)(hpg * L);
+  for (int64_t i = i0; i < i1; i++) {
+    const int64_t c = i % j->nc, g = (i / j->nc) % j->kvh, b = i / (j->nc * j->kvh);
+    int64_t n = j->past[b] + 1;
+    if (n > j->keys[b]) n = j->keys[b];
+    const int64_t ck = ((n + j->nc - 1) / j->nc + 7) & ~(int64_t)7;
+    const int64_t t0 = c * ck < n ? c * ck : n, t1 = t0 + ck < n ? t0 + ck : n;
+    const float *K = j->pk + ((b * j->kvh + g) * L + t0) * H, *V = j->pv + ((b * j->kvh + g) * L + t0) * H;
+    const float *q0 = j->q + b * j->q_row + g * hpg * H;
+    fbx__gqa_group_part(q0, K, V, t1 - t0, hpg, H, j->scale, j->softcap, sc, L, j->po + i * hpg * H,
+                        j->pm + i * hpg, j->pl + i * hpg); /* cpu_gqa_rows.c */
+  }
+}
+
+/* Split decode: chunks per (b, group) for n_max keys, or 1 (no split). */
+static int64_t fbx__att_chunks(int64_t groups, int64_t n_max, int64_t threads) {
+  if (threads <= 1) return 1;
+  int64_t nc = (4 * threads + groups - 1) / groups; /* >= 4 tasks per thread */
+  if (nc > n_max / FBX__GQA_CHUNK_KEYS) nc = n_max / FBX__GQA_CHUNK_KEYS;
+  if (nc > FBX__GQA_MAX_CHUNKS) nc = FBX__GQA_MAX_CHUNKS;
+  return nc > 1 ? nc : 1;
 }
 
 fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
@@ -141,8 +140,14 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   if (rot && (rdim > H || in[8].dims[1] != in[7].dims[1])) return FBX_ERR_ARG("GQA: cos/sin cache shape");
   const int64_t hpg = nh / kvh, threads = c->threads > 0 ? c->threads : 1;
   const int64_t q_row = packed ? (nh + 2 * kvh) * H : nh * H; /* floats per token of the query input */
-  /* scratch: past/keys per b, rotated q (B, S, nh, H), then per-worker scores (hpg, L) */
-  size_t need = (size_t)B * 8 + 64 + (rot ? (size_t)(B * S * nh * H) * 4 : 0) + (size_t)(threads * hpg * L) * 4 + 64;
+  int64_t n_max = 0; /* keys of the longest row (decode: split over chunks of them) */
+  for (int64_t b = 0; b < B; b++) n_max = (int64_t)seqlens[b] + 1 > n_max ? (int64_t)seqlens[b] + 1 : n_max;
+  const int64_t nc = S == 1 && !first_prompt ? fbx__att_chunks(B * kvh, n_max, threads) : 1;
+  const size_t parts = nc > 1 ? (size_t)(B * kvh * nc * hpg) : 0; /* split decode: partial rows */
+  /* scratch: past/keys per b, rotated q (B, S, nh, H), per-worker scores (hpg, L), then the
+   * split decode's partial outputs (parts, H), maxima and sums (parts) */
+  size_t need = (size_t)B * 8 + 64 + (rot ? (size_t)(B * S * nh * H) * 4 : 0) + (size_t)(threads * hpg * L) * 4 + 64 +
+                parts * (size_t)(H + 2) * 4;
   unsigned char *mem = fbx_cpu_scratch(c, need);
   if (!mem) return FBX_ERR_OOM();
   int32_t *pastb = (int32_t *)mem, *keys = pastb + B;
@@ -205,7 +210,19 @@ fbx_status *fbx_cpu_k_GQA(FBX_CPU_KERNEL_ARGS) {
   fbx__att_job j = {.q = rot ? qr : qin, .q_row = rot ? nh * H : q_row, .pk = pk, .pv = pv, .out = out[0].data,
                     .past = pastb, .keys = keys, .B = B, .S = S, .nh = nh, .kvh = kvh, .H = H, .L = L,
                     .scale = p->gqa.scale > 0 ? p->gqa.scale : 1.0f / sqrtf((float)H), .softcap = p->gqa.softcap,
-                    .scratch = scores};
+                    .scratch = scores, .nc = nc};
+  if (nc > 1) {
+    j.po = scores + threads * hpg * L;
+    j.pm = j.po + parts * (size_t)H, j.pl = j.pm + parts;
+    info->variant = "gqa_decode_split";
+    info->reason = "keys of each KV group in chunks over the threads, partial softmax per chunk, then combined";
+    info->flops = 4.0 * (double)(B * nh * H) * (double)L;
+    fbx_cpu_par(c, B * kvh * nc, 1, fbx__att_parts, &j);
+    for (int64_t i = 0; i < B * kvh; i++) /* (b, g) = i: its nc parts into the output row */
+      fbx__gqa_combine(j.po + i * nc * hpg * H, j.pm + i * nc * hpg, j.pl + i * nc * hpg, nc, hpg, H,
+                       j.out + (i / kvh) * nh * H + (i % kvh) * hpg * H);
+    return NULL;
+  }
   int64_t tasks = B * kvh * S;
   info->variant = S == 1 ? "gqa_decode_grouped" : "gqa_causal_prefill";
   info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read"

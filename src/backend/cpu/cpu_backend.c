@@ -21,6 +21,24 @@ static const fbx_cpu_kernel_fn fbx__cpu_kernels[] = {
 _Static_assert(sizeof(fbx__cpu_kernels) / sizeof(fbx__cpu_kernels[0]) == FBX_IR_OP_COUNT,
                "CPU kernel table must cover every IR op");
 
+/* IF is run by the executor (exec_run.c picks a branch and runs it as a graph
+ * of its own); a backend is never asked to run one. */
+fbx_status *fbx_cpu_k_IF(FBX_CPU_KERNEL_ARGS) {
+  (void)c, (void)state, (void)in, (void)n_in, (void)out, (void)n_out, (void)info;
+  return FBX_ERR("cpu backend: IF '%s' reached a kernel (the executor runs its branches)", node->name ? node->name : "");
+}
+
+/* LOOP and SCAN likewise: the executor runs their bodies (exec_control.c). */
+fbx_status *fbx_cpu_k_LOOP(FBX_CPU_KERNEL_ARGS) {
+  (void)c, (void)state, (void)in, (void)n_in, (void)out, (void)n_out, (void)info;
+  return FBX_ERR("cpu backend: LOOP '%s' reached a kernel (the executor runs its body)", node->name ? node->name : "");
+}
+
+fbx_status *fbx_cpu_k_SCAN(FBX_CPU_KERNEL_ARGS) {
+  (void)c, (void)state, (void)in, (void)n_in, (void)out, (void)n_out, (void)info;
+  return FBX_ERR("cpu backend: SCAN '%s' reached a kernel (the executor runs its body)", node->name ? node->name : "");
+}
+
 static void *fbx__cpu_grow(void **buf, size_t *size, size_t bytes) {
   if (bytes <= *size) return *buf;
   size_t sz = *size ? *size : 64 * 1024;
@@ -77,6 +95,7 @@ static fbx_status *fbx__cpu_node_prepare(fbx_backend *be, const fbx_ir_node *nod
   if (node->op == FBX_IR_OP_LSTM || node->op == FBX_IR_OP_GRU || node->op == FBX_IR_OP_RNN)
     return fbx_cpu_rnn_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
   if (node->op == FBX_IR_OP_CONV) return fbx_cpu_conv_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
+  if (node->op == FBX_IR_OP_MATMUL_INT) return fbx_cpu_qmatmul_prepare(fbx__cpu(be), node, const_inputs, inputs, state);
   return NULL;
 }
 
@@ -87,6 +106,7 @@ static void fbx__cpu_node_release(fbx_backend *be, const fbx_ir_node *node, void
   if (node->op == FBX_IR_OP_MATMUL_NBITS) fbx_cpu_mnb_release(state);
   if (node->op == FBX_IR_OP_LSTM || node->op == FBX_IR_OP_GRU || node->op == FBX_IR_OP_RNN) fbx_cpu_rnn_release(state);
   if (node->op == FBX_IR_OP_CONV) fbx_cpu_conv_release(state);
+  if (node->op == FBX_IR_OP_MATMUL_INT) fbx_cpu_qmatmul_release(state);
 }
 
 static fbx_status *fbx__cpu_run_node(fbx_backend *be, const fbx_ir_node *node, void *state,
@@ -149,10 +169,11 @@ static void fbx__cpu_destroy(fbx_backend *be) {
   fbx_free(be);
 }
 
-/* The one place that says which kernels apply params.conv.epilogue (cpu_conv.c, cpu_qconv.c). */
+/* The one place that says which kernels apply their epilogue (cpu_conv.c, cpu_qconv.c, cpu_qmatmul.c). */
 static bool fbx__cpu_supports_epilogue(fbx_backend *be, const fbx_ir_node *node) {
   (void)be;
-  return node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE || node->op == FBX_IR_OP_CONV_INT;
+  return node->op == FBX_IR_OP_CONV || node->op == FBX_IR_OP_CONV_TRANSPOSE || node->op == FBX_IR_OP_CONV_INT ||
+         node->op == FBX_IR_OP_MATMUL_INT;
 }
 
 static const fbx_backend_vtable fbx__cpu_vtable = {

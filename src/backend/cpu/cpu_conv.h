@@ -1,8 +1,8 @@
 /* CPU convolution, split by algorithm (one file each); this header is what
  * they share: the geometry every algorithm reads, and their entry points.
  *   cpu_conv.c           CONV: geometry, algorithm choice
- *   cpu_conv_dw.c        depthwise (group == C == M); its AVX-512 plane kernel in
- *                        cpu_conv_dw_avx512.c
+ *   cpu_conv_dw.c        depthwise (group == C == M); its AVX-512 plane kernels in
+ *                        cpu_conv_dw_avx512.c and cpu_conv_dw_rows512.c (3x3 / 5x5, column stride 1)
  *   cpu_conv_direct.c    2D direct: stride-phase planes + GEMM on per-tap offsets
  *   cpu_conv_small.c     <= 16 output positions per image: transposed columns, dot products
  *                        or W packed once + the small-M kernel over channels
@@ -33,6 +33,13 @@ fbx_status *fbx_cpu_conv_dw_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
  * (OH + 1) * sh + KH rows and (OW + 31) / 32 * 32 * sw + KW + 32 columns. */
 void fbx_cpu_conv_dw2_plane_avx512(const float *xp, int64_t PW, const float *w, int64_t KH, int64_t KW,
                                    int64_t sh, int64_t sw, float bias, float *y, int64_t OH, int64_t OW);
+/* Depthwise 2D plane, AVX-512, square 3x3 / 5x5, strides (sh 1|2, 1)
+ * (cpu_conv_dw_rows512.c; only when fbx_cpu_avx512_enabled() and
+ * fbx_cpu_conv_dw_rows_ok): xp zero-padded as for the kernel above (reads stay
+ * inside (OH - 1) * sh + K rows and (OW + 15) / 16 * 16 + 16 + K columns). */
+bool fbx_cpu_conv_dw_rows_ok(int64_t KH, int64_t KW, int64_t sh, int64_t sw);
+void fbx_cpu_conv_dw_rows_avx512(const float *xp, int64_t PW, const float *w, int64_t K, int64_t sh, float bias,
+                                 float *y, int64_t OH, int64_t OW);
 bool fbx_cpu_conv_direct_ok(const fbx_cpu_conv_geom *g);
 fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                                     fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);

@@ -1,7 +1,9 @@
 /* CONV, depthwise (group == C == M), parallel over (n, c) planes:
  *   2D, strides 1|2, dilation 1: the plane copied into a zero-padded
  *     per-worker buffer, 2 rows x 16 outputs per step in AVX2 registers
- *     (2 rows x 32 in zmm registers where AVX-512 is on: cpu_conv_dw_avx512.c);
+ *     (2 rows x 32 in zmm registers where AVX-512 is on: cpu_conv_dw_avx512.c;
+ *     square 3x3 / 5x5 with column stride 1: up to 4 rows x 32 in 8 zmm
+ *     accumulators, each input row loaded once per block: cpu_conv_dw_rows512.c);
  *   otherwise a scalar direct loop (any dims, strides, dilations).
  * The epilogue runs on each finished plane. */
 #include <immintrin.h>
@@ -73,6 +75,7 @@ typedef struct fbx__dw2_job {
   int64_t PH, PW;
   fbx_cpu_epi *epi;
   bool avx512;         /* planes through fbx_cpu_conv_dw2_plane_avx512 */
+  bool rows512;        /* planes through fbx_cpu_conv_dw_rows_avx512 (takes precedence) */
 } fbx__dw2_job;
 
 /* 8 floats q[0], q[2], ..., q[14] */
@@ -97,6 +100,11 @@ static void fbx__dw2_task(void *arg, int64_t p0, int64_t p1, int worker) {
     float *y = j->y + p * OH * OW;
     float bias = j->b ? j->b[ch] : 0.f;
     for (int64_t ih = 0; ih < IH; ih++) memcpy(xp + (ih + pt) * PW + pl, x + ih * IW, (size_t)IW * sizeof(float));
+    if (j->rows512) {
+      fbx_cpu_conv_dw_rows_avx512(xp, PW, w, KH, sh, bias, y, OH, OW);
+      fbx_cpu_epi_apply(j->epi, p * OH * OW, (p + 1) * OH * OW, worker);
+      continue;
+    }
     if (j->avx512) {
       fbx_cpu_conv_dw2_plane_avx512(xp, PW, w, KH, KW, sh, s, bias, y, OH, OW);
       fbx_cpu_epi_apply(j->epi, p * OH * OW, (p + 1) * OH * OW, worker);
@@ -173,7 +181,8 @@ fbx_status *fbx_cpu_conv_dw_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
      * (an even number of 16-lane blocks, or wide rows): a 40-wide row computes
      * 64 outputs in zmm against 48 in ymm, and measured no faster */
     int64_t lanes16 = (g.out[2] + 15) / 16;
-    bool avx512 = fbx_cpu_avx512_enabled() && (lanes16 % 2 == 0 || lanes16 >= 8);
+    bool rows512 = fbx_cpu_avx512_enabled() && fbx_cpu_conv_dw_rows_ok(g.k[1], g.k[2], g.s[1], g.s[2]);
+    bool avx512 = !rows512 && fbx_cpu_avx512_enabled() && (lanes16 % 2 == 0 || lanes16 >= 8);
     if (avx512) { /* 32-wide blocks (cpu_conv.h) */
       int64_t need512 = (g.out[2] + 31) / 32 * 32 * g.s[2] + g.k[2] + 32;
       if (needw < need512) needw = need512;
@@ -182,9 +191,9 @@ fbx_status *fbx_cpu_conv_dw_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
     if (PW < needw) PW = needw;
     FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], (size_t)(PH * PW) * sizeof(float) * (size_t)c->threads,
                               &mem, &epi));
-    info->variant = avx512 ? "conv_depthwise_avx512" : "conv_depthwise_avx2";
+    info->variant = rows512 ? "conv_depthwise_rows_avx512" : avx512 ? "conv_depthwise_avx512" : "conv_depthwise_avx2";
     fbx__dw2_job j = {.g = &g, .x = x, .w = w, .b = b, .y = y, .pad = mem, .PH = PH, .PW = PW, .epi = &epi,
-                      .avx512 = avx512};
+                      .avx512 = avx512, .rows512 = rows512};
     fbx_cpu_par(c, g.N * g.C, 1, fbx__dw2_task, &j);
     return fbx_cpu_epi_end(&epi);
   }

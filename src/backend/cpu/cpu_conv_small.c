@@ -52,7 +52,7 @@ static void fbx__scv_task(void *arg, int64_t m0, int64_t m1, int worker) {
       for (; k < K; k++) s0 += wr[k] * c0[k];
       yr[p] = s0 + bias;
     }
-    if (j->epi->pl) fbx_cpu_epi_apply(j->epi, j->ybase + m * OS, j->ybase + m * OS + OS, worker);
+    if (j->epi->prog) fbx_cpu_epi_apply(j->epi, j->ybase + m * OS, j->ybase + m * OS + OS, worker);
   }
 }
 
@@ -144,7 +144,7 @@ fbx_status *fbx_cpu_conv_small_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void
         const float bias = b ? b[m] : 0.f;
         for (int64_t p = 0; p < OS; p++) y[m * OS + p] = yT[p * g->M + m] + bias;
       }
-      if (epi.pl) fbx_cpu_epi_apply(&epi, n * g->M * OS, (n + 1) * g->M * OS, 0);
+      if (epi.prog) fbx_cpu_epi_apply(&epi, n * g->M * OS, (n + 1) * g->M * OS, 0);
     }
     info->variant = "conv_small_out_packed";
     info->reason = "<= 16 output positions: transposed columns x W packed at compile (small-M kernel over channels)";

@@ -96,6 +96,24 @@ static void fbx__tr_task(void *arg, int64_t t0, int64_t t1, int worker) {
   }
 }
 
+/* One coalesced dim (a contiguous copy: Reshape's 128 x 768 floats at
+ * prefill, or one strided run): pieces of FBX__COPY_PIECE elements on the
+ * pool, so it is not one thread's memcpy while 15 wait. */
+#define FBX__COPY_PIECE ((int64_t)16384)
+typedef struct fbx__copy1_job {
+  unsigned char *dst;
+  const unsigned char *src;
+  size_t esz;
+  int64_t n, st;
+} fbx__copy1_job;
+
+static void fbx__copy1_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  (void)worker;
+  const fbx__copy1_job *j = arg;
+  int64_t b = p0 * FBX__COPY_PIECE, e = p1 * FBX__COPY_PIECE < j->n ? p1 * FBX__COPY_PIECE : j->n;
+  fbx__copy_run(j->dst + b * (int64_t)j->esz, j->src + b * j->st * (int64_t)j->esz, j->esz, e - b, j->st);
+}
+
 void fbx_cpu_strided_copy(fbx_cpu_ctx *c, void *dst, const void *src, size_t esz, int rank,
                           const int64_t *dims, const int64_t *sstrides) {
   fbx__copy_job j;
@@ -131,6 +149,11 @@ void fbx_cpu_strided_copy(fbx_cpu_ctx *c, void *dst, const void *src, size_t esz
     int64_t ntiles = t.B * ((t.R + 31) / 32) * ((t.C + 31) / 32);
     if (big && c) fbx_cpu_par(c, ntiles, 4, fbx__tr_task, &t);
     else fbx__tr_task(&t, 0, ntiles, 0);
+    return;
+  }
+  if (r == 1 && big && c) {
+    fbx__copy1_job o = {.dst = dst, .src = src, .esz = esz, .n = j.dims[0], .st = j.st[0]};
+    fbx_cpu_par(c, (o.n + FBX__COPY_PIECE - 1) / FBX__COPY_PIECE, 1, fbx__copy1_task, &o);
     return;
   }
   int64_t rows = total / j.dims[r - 1];

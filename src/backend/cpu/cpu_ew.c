@@ -16,6 +16,7 @@
 
 #include "cpu_internal.h"
 #include "cpu_simd.h"
+#include "cpu_epi_chain.h"
 
 #define FBX_EW_BLOCK 2048 /* elements per block: amortises per-block setup, slots stay in L2 */
 #define FBX_EW_PAR_MIN 32768
@@ -42,6 +43,16 @@ static void fbx__ew_exp_f32(const float *a, float *o, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, fbx__exp256(_mm256_loadu_ps(a + i)));
   for (; i < n; i++) o[i] = expf(a[i]);
+}
+
+/* erf: fbx__erf256 (max 0.98 ulp), the tail glibc erff */
+static void fbx__ew_erf_f32(const float *a, float *o, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, fbx__erf256(_mm256_loadu_ps(a + i)));
+  for (; i < n; i++) o[i] = erff(a[i]);
+}
+static void fbx__ew_erf_f64(const double *a, double *o, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = erf(a[i]);
 }
 
 /* 1/(1+e^-x) as (x >= 0 ? 1 : e) / (1 + e), e = e^-|x|: e never overflows and
@@ -374,6 +385,9 @@ static bool fbx__ew_bin_f32_splat_b(fbx_ir_op op, const float *restrict a, float
     case FBX_IR_OP_DIV: SPL(x / y);
     case FBX_IR_OP_MAX: SPL((x != x || x > y) ? x : y);
     case FBX_IR_OP_MIN: SPL((x != x || x < y) ? x : y);
+    case FBX_IR_OP_POW: /* x^2 (RMSNorm's Pow) as the general loop computes it, vectorised; others there */
+      if (y != 2.f) return false;
+      SPL(x * x);
     default: return false;
   }
 #undef SPL
@@ -494,6 +508,8 @@ typedef struct fbx__ew_plan {
   int n_slots;
   int rank;                        /* coalesced */
   int64_t dims[FBX_MAX_RANK];
+  int64_t row;                     /* > 0: blocks stop at multiples of this (the innermost dim), so
+                                    * an operand broadcast along it is one value per block (splat) */
   fbx__ew_input in[FBX_IR_MAX_INPUTS];
   void *out;
   fbx_dtype out_dtype;
@@ -559,8 +575,19 @@ static void fbx__ew_load_block(const fbx__ew_plan *pl, const fbx__ew_input *in, 
   }
 }
 
+/* Copy element 0 of buf (esz bytes) over its n elements, doubling. */
+static void fbx__ew_splat_fill(void *buf, size_t esz, int64_t n) {
+  unsigned char *p = buf;
+  for (int64_t have = 1; have < n;) {
+    int64_t k = have < n - have ? have : n - have;
+    memcpy(p + (size_t)have * esz, p, (size_t)k * esz);
+    have += k;
+  }
+}
+
 /* Run the program over flattened output elements [begin, end) in blocks of
- * at most FBX_EW_BLOCK, with worker `worker`'s register buffers. */
+ * at most FBX_EW_BLOCK (not crossing a multiple of pl->row where set), with
+ * worker `worker`'s register buffers. */
 static void fbx__ew_range(fbx__ew_plan *pl, int64_t begin, int64_t end, int worker) {
   const fbx_ir_ew_program *prog = pl->prog;
   int n_regs = prog->n_inputs + prog->n_instrs;
@@ -569,8 +596,9 @@ static void fbx__ew_range(fbx__ew_plan *pl, int64_t begin, int64_t end, int work
   fbx__ew_memo *memo = (fbx__ew_memo *)(base + (size_t)(pl->n_slots + 1) * FBX_EW_BLOCK * 8);
   void *regs[n_regs > 0 ? n_regs : 1];
   bool splat[n_regs > 0 ? n_regs : 1]; /* register holds one value over the block */
-  for (int64_t pos = begin; pos < end; pos += FBX_EW_BLOCK) {
-    int64_t n = end - pos < FBX_EW_BLOCK ? end - pos : FBX_EW_BLOCK;
+  for (int64_t pos = begin, n; pos < end; pos += n) {
+    n = end - pos < FBX_EW_BLOCK ? end - pos : FBX_EW_BLOCK;
+    if (pl->row && n > pl->row - pos % pl->row) n = pl->row - pos % pl->row;
     for (int j = 0; j < prog->n_inputs; j++)
       fbx__ew_load_block(pl, &pl->in[j], pos, n, base + (size_t)pl->slot[j] * FBX_EW_BLOCK * 8, &regs[j],
                          &memo[j], &splat[j]);
@@ -579,11 +607,21 @@ static void fbx__ew_range(fbx__ew_plan *pl, int64_t begin, int64_t end, int work
       const fbx_ir_ew_instr *ins = &prog->instrs[i];
       int r = prog->n_inputs + i;
       void *dst = base + (size_t)pl->slot[r] * FBX_EW_BLOCK * 8;
-      if (!fbx__ew_exec(ins, pl->rdt, regs, splat, dst, tmp, n)) {
+      /* every operand one value over the block (RMSNorm's per-row 1/sqrt(mean + eps)):
+       * one element computed, then copied over the block, which stays a splat */
+      int cls = fbx_ir_op_class(ins->op);
+      bool one = n > 1 && splat[ins->a] && (cls < FBX_IR_CLASS_EW2 || splat[ins->b]) &&
+                 (cls != FBX_IR_CLASS_EW3 || splat[ins->c]);
+      int64_t m = one ? 1 : n;
+      if (!fbx__ew_exec(ins, pl->rdt, regs, splat, dst, tmp, m)) {
         atomic_store(&pl->failed, 1);
         return;
       }
-      fbx__ew_narrow(dst, ins->dtype, n);
+      fbx__ew_narrow(dst, ins->dtype, m);
+      if (one) {
+        fbx__ew_splat_fill(dst, fbx__ew_class_of(ins->dtype) == FBX__EW_F32 ? 4 : 8, n);
+        splat[r] = true;
+      }
       regs[r] = dst;
     }
     fbx__ew_store(pl->out, pl->out_dtype, pos, regs[prog->out_reg], n);
@@ -713,6 +751,14 @@ static fbx_status *fbx__ew_plan_fill(unsigned char *mem, const fbx__ew_layout *l
     cr = 1;
   }
   pl->rank = cr;
+  /* row-aligned blocks where an operand is broadcast along a long innermost dim
+   * (a (rows, 1) statistic over (rows, cols)): it is then one value per block */
+  pl->row = 0;
+  for (int j = 0; j < prog->n_inputs && cr > 1 && pl->dims[cr - 1] >= 64; j++) {
+    bool all0 = true;
+    for (int d = 0; d < cr; d++) all0 &= pl->in[j].strides[d] == 0;
+    if (!all0 && pl->in[j].strides[cr - 1] == 0) pl->row = pl->dims[cr - 1];
+  }
   for (int j = 0; j < prog->n_inputs; j++) {
     pl->in[j].data = in[j].data;
     pl->in[j].dtype = in[j].dtype;
@@ -762,10 +808,11 @@ static fbx_status *fbx__ew_run_program(fbx_cpu_ctx *c, const fbx_ir_ew_program *
 fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                               int first_extra, fbx_tensor *out, size_t caller_bytes, void **caller_mem,
                               fbx_cpu_epi *epi) {
-  const fbx_ir_ew_program *prog = node->params.conv.epilogue;
-  int reg = node->params.conv.epilogue_reg;
+  int reg;
+  const fbx_ir_ew_program *prog = fbx_ir_node_epilogue(node, &reg);
   caller_bytes = (caller_bytes + 63) & ~(size_t)63;
   epi->pl = NULL;
+  epi->chain = NULL;
   epi->prog = prog;
   epi->out = out;
   if (!prog) {
@@ -784,6 +831,15 @@ fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx
   if (fbx_dtype_size(pin[reg].dtype) != fbx_dtype_size(out->dtype))
     return FBX_ERR_ARG("%s: epilogue input dtype %s and output %s differ in size", fbx_ir_op_name(node->op),
                        fbx_dtype_name(pin[reg].dtype), fbx_dtype_name(out->dtype));
+  fbx_cpu_epi_chain chain; /* programs of per-channel/scalar operands: evaluated in registers */
+  if (fbx_cpu_epi_chain_compile(prog, reg, pin, out, &chain)) {
+    unsigned char *mem = fbx_cpu_scratch(c, caller_bytes + sizeof chain);
+    if (!mem) return FBX_ERR_OOM();
+    *caller_mem = caller_bytes ? mem : NULL;
+    epi->chain = (fbx_cpu_epi_chain *)(mem + caller_bytes);
+    memcpy(epi->chain, &chain, sizeof chain);
+    return NULL;
+  }
   fbx__ew_layout lay;
   FBX_TRY(fbx__ew_layout_make(prog, &lay));
   unsigned char *mem = fbx_cpu_scratch(c, caller_bytes + lay.hdr + lay.worker_bytes * (size_t)c->threads);
@@ -793,7 +849,11 @@ fbx_status *fbx_cpu_epi_begin(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx
 }
 
 void fbx_cpu_epi_apply(fbx_cpu_epi *epi, int64_t begin, int64_t end, int worker) {
-  if (epi && epi->pl && end > begin) fbx__ew_range(epi->pl, begin, end, worker);
+  if (!epi || end <= begin) return;
+  if (epi->chain)
+    fbx_cpu_epi_chain_apply(epi->chain, begin, end);
+  else if (epi->pl)
+    fbx__ew_range(epi->pl, begin, end, worker);
 }
 
 fbx_status *fbx_cpu_epi_end(fbx_cpu_epi *epi) {
@@ -822,10 +882,50 @@ fbx_status *fbx_cpu_ew_run(FBX_CPU_KERNEL_ARGS) {
   return st;
 }
 
+/* FUSED_EW through the register chain (cpu_epi_chain.h) when one input has
+ * the output's float32 shape and the others are values, per-channel values
+ * or tensors of that shape (a squeeze-excitation scale, a residual + Relu). */
+#define FBX__EW_CHAIN_BLOCK 4096
+typedef struct fbx__ew_chain_job {
+  fbx_cpu_epi_chain ch;
+  int64_t total;
+} fbx__ew_chain_job;
+
+static void fbx__ew_chain_task(void *arg, int64_t b0, int64_t b1, int worker) {
+  (void)worker;
+  const fbx__ew_chain_job *j = arg;
+  int64_t end = b1 * FBX__EW_CHAIN_BLOCK < j->total ? b1 * FBX__EW_CHAIN_BLOCK : j->total;
+  fbx_cpu_epi_chain_apply(&j->ch, b0 * FBX__EW_CHAIN_BLOCK, end);
+}
+
+static bool fbx__ew_chain_run(fbx_cpu_ctx *c, const fbx_ir_ew_program *prog, const fbx_tensor *in, int n_in,
+                              fbx_tensor *out) {
+  if (n_in < prog->n_inputs || out->dtype != FBX_DTYPE_F32) return false;
+  int64_t total = fbx_cpu_numel(out);
+  for (int reg = 0; reg < prog->n_inputs; reg++) {
+    if (in[reg].dtype != FBX_DTYPE_F32 || fbx_cpu_numel(&in[reg]) != total || in[reg].rank != out->rank) continue;
+    fbx__ew_chain_job j = {.total = total};
+    if (!fbx_cpu_epi_chain_compile(prog, reg, in, out, &j.ch)) return false;
+    int64_t nblk = (total + FBX__EW_CHAIN_BLOCK - 1) / FBX__EW_CHAIN_BLOCK;
+    if (total >= FBX_EW_PAR_MIN)
+      fbx_cpu_par(c, nblk, 1, fbx__ew_chain_task, &j);
+    else
+      fbx__ew_chain_task(&j, 0, nblk, 0);
+    return true;
+  }
+  return false;
+}
+
 fbx_status *fbx_cpu_k_FUSED_EW(FBX_CPU_KERNEL_ARGS) {
   const fbx_ir_ew_program *prog = node->params.fused.prog;
   if (!prog) return FBX_ERR_ARG("FUSED_EW: no program");
   if (n_out < 1) return FBX_ERR_ARG("FUSED_EW: no output");
+  info->flops = (double)fbx_cpu_numel(&out[0]) * prog->n_instrs;
+  if (fbx__ew_chain_run(c, prog, in, n_in, &out[0])) {
+    info->variant = "ew_chain";
+    info->reason = "fused elementwise program in registers (per-channel/scalar/same-shape operands)";
+    return NULL;
+  }
   info->variant = "ew_fused";
   info->reason = "fused elementwise program, blocked interpreter";
   info->flops = (double)fbx_cpu_numel(&out[0]) * prog->n_instrs;

@@ -211,14 +211,26 @@ fbx_status *fbx_cpu_k_ONE_HOT(FBX_CPU_KERNEL_ARGS) {
 }
 
 typedef struct fbx__tk_item { float v; int64_t i; } fbx__tk_item;
+/* A total order of the values: NaN above +inf (np.sort's order, and the extreme value as in
+ * ArgMax/Hardmax), NaNs equal to each other. Before, a NaN compared "after" everything in
+ * both directions, an inconsistent comparator that left qsort's order undefined (the fuzz
+ * class nan found it: TopK returned numbers ranked below a NaN). -1 / 0 / 1. */
+static int fbx__tk_order(float a, float b) {
+  bool na = a != a, nb = b != b;
+  if (na || nb) return na == nb ? 0 : (na ? 1 : -1);
+  return a < b ? -1 : a > b;
+}
+/* largest first (NaN first) / smallest first (NaN last); ties: the lower index first (the spec) */
 static int fbx__tk_cmp_large(const void *a, const void *b) {
   const fbx__tk_item *x = a, *y = b;
-  if (x->v != y->v) return x->v > y->v ? -1 : 1;
+  int c = fbx__tk_order(x->v, y->v);
+  if (c) return -c;
   return x->i < y->i ? -1 : x->i > y->i;
 }
 static int fbx__tk_cmp_small(const void *a, const void *b) {
   const fbx__tk_item *x = a, *y = b;
-  if (x->v != y->v) return x->v < y->v ? -1 : 1;
+  int c = fbx__tk_order(x->v, y->v);
+  if (c) return c;
   return x->i < y->i ? -1 : x->i > y->i;
 }
 

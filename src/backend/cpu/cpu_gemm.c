@@ -13,6 +13,7 @@
 
 #include "cpu_gemm.h"
 #include "cpu_gemm_avx512.h"
+#include "cpu_simd.h"
 
 #define P 16
 #define FBX__GM_KC 256   /* K block: B micro-panel 32 x 256 floats = 32 KiB */
@@ -112,28 +113,6 @@ void fbx_cpu_gemm_ukr_avx2(const float *a, int64_t lda, const float *b0, const f
 
 /* ---- packing ---- */
 
-/* dst[i*ldd + c] = src[c*lds + i] for an 8x8 block, in registers. */
-static inline void fbx__gm_t8x8(const float *src, int64_t lds, float *dst, int64_t ldd) {
-  __m256 v[8], t[8];
-  for (int i = 0; i < 8; i++) v[i] = _mm256_loadu_ps(src + i * lds);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    v[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  /* v[c], c < 4: element c of source rows 0..3 (low lane) and element c+4 (high
-   * lane); v[c+4]: the same for source rows 4..7 */
-  for (int c = 0; c < 4; c++) {
-    _mm256_storeu_ps(dst + c * ldd, _mm256_permute2f128_ps(v[c], v[c + 4], 0x20));
-    _mm256_storeu_ps(dst + (c + 4) * ldd, _mm256_permute2f128_ps(v[c], v[c + 4], 0x31));
-  }
-}
-
 /* dst (mb rows, row stride ldp) <- rows [m0, m0+mb) x k [k0, k0+kb) of
  * op(A). A copy even without transA: the kernel broadcasts from 12 rows at
  * once, and rows of the caller's A a multiple of 4 KiB apart (K = 1024,
@@ -148,7 +127,7 @@ static void fbx__gm_pack_a(const fbx_cpu_gemm_desc *d, const float *A, int64_t m
   const float *a0 = A + k0 * d->lda + m0;
   int64_t r8 = mb / 8 * 8, k8 = kb / 8 * 8;
   for (int64_t r = 0; r < r8; r += 8)
-    for (int64_t k = 0; k < k8; k += 8) fbx__gm_t8x8(a0 + k * d->lda + r, d->lda, dst + r * ldp + k, ldp);
+    for (int64_t k = 0; k < k8; k += 8) fbx__transpose8x8_ps(a0 + k * d->lda + r, d->lda, dst + r * ldp + k, ldp);
   for (int64_t r = 0; r < mb; r++)
     for (int64_t k = r < r8 ? k8 : 0; k < kb; k++) dst[r * ldp + k] = a0[k * d->lda + r];
 }
@@ -181,7 +160,7 @@ static void fbx__gm_pack_b(const fbx_cpu_gemm_desc *d, const float *B, int64_t n
     int64_t wq = q < full ? P : w, j8 = wq / 8 * 8;
     const float *bq = B + (n0 + q * P) * d->ldb + k0;
     for (int64_t j = 0; j < j8; j += 8)
-      for (int64_t k = 0; k < k8; k += 8) fbx__gm_t8x8(bq + j * d->ldb + k, d->ldb, dst + k * P + j, P);
+      for (int64_t k = 0; k < k8; k += 8) fbx__transpose8x8_ps(bq + j * d->ldb + k, d->ldb, dst + k * P + j, P);
     for (int64_t j = 0; j < wq; j++)
       for (int64_t k = j < j8 ? k8 : 0; k < kb; k++) dst[k * P + j] = bq[j * d->ldb + k];
     for (int64_t j = wq; j < P; j++)
@@ -299,6 +278,7 @@ fbx_status *fbx_cpu_gemm(fbx_cpu_ctx *c, const fbx_cpu_gemm_desc *d) {
     fbx__gm_scale(d, nbatch);
     return NULL;
   }
+  if (d->Bpk && nbatch == 1) return fbx_cpu_gemm_prepacked(c, d);
   bool z = fbx_cpu_avx512_enabled();
   fbx__gm_job j = {.d = d, .ukr = z ? fbx_cpu_gemm_ukr_avx512 : fbx_cpu_gemm_ukr_avx2,
                    .mr = z ? FBX_CPU_GEMM_MR_AVX512 : FBX_CPU_GEMM_MR_AVX2};

@@ -59,4 +59,27 @@ void fbx_cpu_gemm_ukr_avx512(const float *a, int64_t lda, const float *b0, const
 void fbx_cpu_gemm_ukr_avx2(const float *a, int64_t lda, const float *b0, const float *b1, int64_t bks,
                            int64_t kb, float alpha, float beta_c, float *c, int64_t ldc, int mr, int64_t width);
 
+/* The prepacked-B path (cpu_gemm_packed.c): fbx_cpu_gemm takes it when Bpk is
+ * set and there is one batch matrix. A is packed once per call into k-major
+ * slivers shared by all workers, B is read from its compile-time panels. */
+fbx_status *fbx_cpu_gemm_prepacked(fbx_cpu_ctx *c, const fbx_cpu_gemm_desc *d);
+/* For bench_gemm's sweep only: the most K per block of that path (0: its
+ * default, FBX__GP_KC). Process-wide; set it between products, not during. */
+void fbx_cpu_gemm_prepacked_set_kc(int64_t kc);
+
+/* Its micro-kernels (AVX-512: cpu_gemm_avx512.c, mr <= 12, width <= 32; AVX2:
+ * cpu_gemm_packed.c, mr <= 6, width <= 16): mr x width tile of C = alpha *
+ * A @ B (+ beta_c * C; beta_c 0: C not read) over kb steps of k. A element
+ * (r, k) at a[k*mr + r] (a packed sliver); B row k of panel i at b + i*pstep +
+ * k*16 (full 16-float rows: packed panels are zero padded); nothing of C past
+ * width is read or written. The first npf steps prefetch (into L2) the line
+ * pf + k*16 of each panel of the next micro-panel (panel i at pf + i*pstep). */
+typedef void (*fbx_cpu_gemm_kukr_fn)(const float *a, const float *b, int64_t pstep, int64_t kb, float alpha,
+                                     float beta_c, float *c, int64_t ldc, int mr, int64_t width, const float *pf,
+                                     int64_t npf);
+void fbx_cpu_gemm_kukr_avx512(const float *a, const float *b, int64_t pstep, int64_t kb, float alpha, float beta_c,
+                              float *c, int64_t ldc, int mr, int64_t width, const float *pf, int64_t npf);
+void fbx_cpu_gemm_kukr_avx2(const float *a, const float *b, int64_t pstep, int64_t kb, float alpha, float beta_c,
+                            float *c, int64_t ldc, int mr, int64_t width, const float *pf, int64_t npf);
+
 #endif

@@ -162,22 +162,31 @@ void fbx_cpu_conv_gemm_avx512(const float *w, int64_t ldw, const float *bias, co
   }
 }
 
-void fbx_cpu_gemm_packed_avx512(const float *a, int64_t lda, const float *packed, float *y, int64_t ldy, int64_t M,
-                                int64_t K, int64_t N, float alpha, int64_t p0, int64_t p1) {
-  for (int64_t p = p0; p < p1; p += 2) {
-    int two = p + 1 < p1;
+/* Work units [u0, u1) of fbx_cpu_gemm_packed: unit u = (column pair u / ns,
+ * row sliver u % ns); sliver s covers rows [s*M/ns, (s+1)*M/ns) (ns =
+ * ceil(M/12): every sliver has 12 rows or one less, so no sliver is a short
+ * tail). A thread's consecutive units walk the slivers of one pair, so the
+ * pair (K*128 bytes) is fetched once and reused from L1/L2; the first sliver
+ * of a pair streams it ahead into L1 (pf0), the second pulls the next pair
+ * into L2 (pf1) when the range continues there. */
+void fbx_cpu_gemm_packed_units_avx512(const float *a, int64_t lda, const float *packed, float *y, int64_t ldy,
+                                      int64_t M, int64_t K, int64_t N, float alpha, int64_t ns, int64_t u0,
+                                      int64_t u1) {
+  int64_t np = (N + P - 1) / P;
+  for (int64_t u = u0; u < u1;) {
+    int64_t q = u / ns, s0 = u % ns, s1 = s0 + (u1 - u) < ns ? s0 + (u1 - u) : ns;
+    int64_t p = 2 * q, n0 = p * P;
+    int two = p + 1 < np;
     const float *bp = packed + p * K * P;
-    int64_t n0 = p * P;
-    /* pf0 streams this pair ahead into L1 during the first row block, pf1
-     * pulls the next pair into L2 during the second */
-    const float *ahead = bp + 64 * P, *next = p + 2 < p1 ? bp + 2 * K * P : NULL;
-    int64_t blk = 0;
-    for (int64_t m = 0; m < M; blk++) {
-      int mr = fbx__z_rows(M - m);
-      fbx__z_tile_any(mr, two, a + m * lda, lda, bp, bp + K * P, NULL, K, NULL, alpha, y + m * ldy + n0, ldy,
-                      N - n0, blk == 0 ? ahead : NULL, blk == 1 ? next : NULL, 0);
-      m += mr;
+    /* the next pair only when this range goes on to it (another thread's pair would be
+     * fetched into this core's L2 for nothing) */
+    const float *ahead = bp + 64 * P, *next = p + 2 < np && (q + 1) * ns < u1 ? bp + 2 * K * P : NULL;
+    for (int64_t s = s0; s < s1; s++) {
+      int64_t m0 = s * M / ns, m1 = (s + 1) * M / ns;
+      fbx__z_tile_any((int)(m1 - m0), two, a + m0 * lda, lda, bp, bp + K * P, NULL, K, NULL, alpha,
+                      y + m0 * ldy + n0, ldy, N - n0, s == s0 ? ahead : NULL, s == s0 + 1 ? next : NULL, 0);
     }
+    u += s1 - s0;
   }
 }
 
@@ -250,6 +259,91 @@ void fbx_cpu_gemm_ukr_avx512(const float *a, int64_t lda, const float *b0, const
     FBX__ZK_CASE(3)
     FBX__ZK_CASE(2)
     FBX__ZK_CASE(1)
+    default: break;
+  }
+}
+
+/* ---- k-major micro-kernel of the prepacked-B GEMM (cpu_gemm_packed.c, cpu_gemm.h):
+ * up to 12 rows x 32 columns in 24 zmm accumulators; A element (r, k) at
+ * a[k*MR + r] (a packed sliver: MR consecutive floats per k), B row k of the
+ * two panels at b + k*16 and b + pstep + k*16 (always 16 floats: packed panels
+ * are zero padded); C stored under the width mask. The first npf k steps also
+ * prefetch (T1) one line of each panel of the next micro-panel. ---- */
+static inline __attribute__((always_inline)) void fbx__zp_tile(const int MR, const int NP, const float *a,
+                                                               const float *b, int64_t pstep, int64_t kb,
+                                                               float alpha, float beta_c, float *c, int64_t ldc,
+                                                               int64_t width, const float *pf, int64_t npf) {
+  __m512 c0[MRMAX], c1[MRMAX];
+  const __mmask16 mk0 = fbx__z_mask(width), mk1 = fbx__z_mask(width - P);
+  /* a later K block at alpha 1: the accumulators start from C (no epilogue arithmetic) */
+  const int from_c = beta_c == 1.f && alpha == 1.f;
+  if (from_c)
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+      c0[r] = _mm512_maskz_loadu_ps(mk0, c + r * ldc);
+      if (NP == 2) c1[r] = _mm512_maskz_loadu_ps(mk1, c + r * ldc + P);
+    }
+  else
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+  const float *b1 = b + pstep;
+  int64_t k = 0;
+#define FBX__ZP_STEP                                                               \
+  {                                                                                \
+    __m512 v0 = _mm512_loadu_ps(b + k * P), v1 = NP == 2 ? _mm512_loadu_ps(b1 + k * P) : v0; \
+    _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {                        \
+      __m512 av = _mm512_set1_ps(a[k * MR + r]);                                   \
+      c0[r] = _mm512_fmadd_ps(av, v0, c0[r]);                                      \
+      if (NP == 2) c1[r] = _mm512_fmadd_ps(av, v1, c1[r]);                         \
+    }                                                                              \
+  }
+  if (npf > kb) npf = kb; /* the next block may be longer than this one */
+  for (; k < npf; k++) {
+    _mm_prefetch((const char *)(pf + k * P), _MM_HINT_T1);
+    if (NP == 2) _mm_prefetch((const char *)(pf + pstep + k * P), _MM_HINT_T1);
+    FBX__ZP_STEP
+  }
+  for (; k < kb; k++) FBX__ZP_STEP
+#undef FBX__ZP_STEP
+  const __m512 al = _mm512_set1_ps(alpha), bc = _mm512_set1_ps(beta_c);
+  const int scale = alpha != 1.f;
+  _Pragma("GCC unroll 12") for (int r = 0; r < MR; r++) {
+    float *cr = c + r * ldc;
+    __m512 o0 = c0[r], o1 = c1[r];
+    if (!from_c) {
+      if (scale) o0 = _mm512_mul_ps(al, o0);
+      if (beta_c != 0.f) o0 = _mm512_fmadd_ps(bc, _mm512_maskz_loadu_ps(mk0, cr), o0);
+      if (NP == 2) {
+        if (scale) o1 = _mm512_mul_ps(al, o1);
+        if (beta_c != 0.f) o1 = _mm512_fmadd_ps(bc, _mm512_maskz_loadu_ps(mk1, cr + P), o1);
+      }
+    }
+    _mm512_mask_storeu_ps(cr, mk0, o0);
+    if (NP == 2) _mm512_mask_storeu_ps(cr + P, mk1, o1);
+  }
+}
+
+#define FBX__ZP_CASE(MR)                                                                  \
+  case MR:                                                                                \
+    if (width > P)                                                                        \
+      fbx__zp_tile(MR, 2, a, b, pstep, kb, alpha, beta_c, c, ldc, width, pf, npf);        \
+    else                                                                                  \
+      fbx__zp_tile(MR, 1, a, b, pstep, kb, alpha, beta_c, c, ldc, width, pf, npf);        \
+    break;
+
+void fbx_cpu_gemm_kukr_avx512(const float *a, const float *b, int64_t pstep, int64_t kb, float alpha, float beta_c,
+                              float *c, int64_t ldc, int mr, int64_t width, const float *pf, int64_t npf) {
+  switch (mr) {
+    FBX__ZP_CASE(12)
+    FBX__ZP_CASE(11)
+    FBX__ZP_CASE(10)
+    FBX__ZP_CASE(9)
+    FBX__ZP_CASE(8)
+    FBX__ZP_CASE(7)
+    FBX__ZP_CASE(6)
+    FBX__ZP_CASE(5)
+    FBX__ZP_CASE(4)
+    FBX__ZP_CASE(3)
+    FBX__ZP_CASE(2)
+    FBX__ZP_CASE(1)
     default: break;
   }
 }

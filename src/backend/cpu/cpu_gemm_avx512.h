@@ -13,8 +13,10 @@ int fbx_cpu_avx512_enabled(void);
  * Y += W @ B (bias ignored: a later K chunk), 0: Y = W @ B + bias. */
 void fbx_cpu_conv_gemm_avx512(const float *w, int64_t ldw, const float *bias, const float *b, const int32_t *koff,
                               int64_t K, int64_t width, int64_t m0, int64_t m1, float *y, int64_t ldy, int acc);
-/* Panels [p0, p1) of fbx_cpu_gemm_packed: Y(M, cols of those panels) = alpha * A @ Bpk. */
-void fbx_cpu_gemm_packed_avx512(const float *a, int64_t lda, const float *packed, float *y, int64_t ldy, int64_t M,
-                                int64_t K, int64_t N, float alpha, int64_t p0, int64_t p1);
+/* Units [u0, u1) of the 2-D split of fbx_cpu_gemm_packed (unit u: columns of
+ * panel pair u / ns, rows of sliver u % ns of ns = ceil(M/12) balanced ones). */
+void fbx_cpu_gemm_packed_units_avx512(const float *a, int64_t lda, const float *packed, float *y, int64_t ldy,
+                                      int64_t M, int64_t K, int64_t N, float alpha, int64_t ns, int64_t u0,
+                                      int64_t u1);
 
 #endif

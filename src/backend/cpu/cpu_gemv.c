@@ -1,15 +1,18 @@
 /* Bandwidth-tuned f32 GEMV for batch-1 decode: y(N) = alpha * x(K) @ B.
  *
  * A constant B is packed once (node_prepare) into panels of 16 columns,
- * K-major, so each panel is one contiguous stream of K*64 bytes and a thread
- * reads one contiguous run of panels. The inner loop keeps 8 independent
- * accumulators (16 columns x 4-way k unroll) so FMA latency never limits the
- * stream rate. */
+ * K-major, in huge pages, so each panel is one contiguous stream of K*64
+ * bytes and the whole matrix one stream. Threads take byte-balanced units of
+ * consecutive panels (large first, small last: fbx__gemv_unit_at). Per panel
+ * 8 independent accumulators keep FMA latency off the stream rate, and every
+ * 64-byte line is prefetched FBX_CPU_GEMV_PF_LINES ahead. AVX-512 where the
+ * CPU has it (cpu_gemv_avx512.c: one zmm per line), else AVX2. */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_gemm_avx512.h"
+#include "cpu_gemv.h"
 #include "cpu_internal.h"
 
 #define P FBX_CPU_GEMV_PANEL
@@ -43,20 +46,25 @@ typedef struct fbx__gemv_job {
   int64_t K, N;
   float alpha;
   bool trans_b;
+  int64_t np, nt; /* packed: panels, threads the units are cut for (fbx__gemv_unit_at) */
 } fbx__gemv_job;
 
-static void fbx__gemv_packed_task(void *arg, int64_t p0, int64_t p1, int worker) {
-  const fbx__gemv_job *j = arg;
-  const int64_t K = j->K;
-  const float *x = j->x;
-  const __m256 al = _mm256_set1_ps(j->alpha);
+#define FBX__PF(p) _mm_prefetch((const char *)(p) + FBX_CPU_GEMV_PF_LINES * 64, _MM_HINT_T0)
+
+/* AVX2: two ymm per 64-byte k row; 8 accumulators (4 k x 2 halves), every
+ * line prefetched FBX_CPU_GEMV_PF_LINES ahead. Panels [p0, p1). */
+static void fbx__gemv_panels_avx2(const float *x, const float *packed, float *y, int64_t K, int64_t N, float alpha,
+                                  int64_t p0, int64_t p1) {
+  const __m256 al = _mm256_set1_ps(alpha);
   for (int64_t p = p0; p < p1; p++) {
-    const float *bp = j->b + p * K * P;
+    const float *bp = packed + p * K * P; /* (K, 16) */
     __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
     int64_t k = 0;
     for (; k + 4 <= K; k += 4, bp += 4 * P) {
-      _mm_prefetch((const char *)(bp + 64 * P), _MM_HINT_T0);
-      _mm_prefetch((const char *)(bp + 64 * P + 32), _MM_HINT_T0);
+      FBX__PF(bp);
+      FBX__PF(bp + P);
+      FBX__PF(bp + 2 * P);
+      FBX__PF(bp + 3 * P);
       __m256 x0 = _mm256_broadcast_ss(x + k), x1 = _mm256_broadcast_ss(x + k + 1);
       __m256 x2 = _mm256_broadcast_ss(x + k + 2), x3 = _mm256_broadcast_ss(x + k + 3);
       c0 = _mm256_fmadd_ps(x0, _mm256_load_ps(bp), c0);
@@ -76,16 +84,39 @@ static void fbx__gemv_packed_task(void *arg, int64_t p0, int64_t p1, int worker)
     __m256 lo = _mm256_mul_ps(al, _mm256_add_ps(_mm256_add_ps(c0, c2), _mm256_add_ps(c4, c6)));
     __m256 hi = _mm256_mul_ps(al, _mm256_add_ps(_mm256_add_ps(c1, c3), _mm256_add_ps(c5, c7)));
     int64_t n0 = p * P;
-    if (n0 + P <= j->N) {
-      _mm256_storeu_ps(j->y + n0, lo);
-      _mm256_storeu_ps(j->y + n0 + 8, hi);
+    if (n0 + P <= N) {
+      _mm256_storeu_ps(y + n0, lo);
+      _mm256_storeu_ps(y + n0 + 8, hi);
     } else {
       float t[P];
       _mm256_storeu_ps(t, lo);
       _mm256_storeu_ps(t + 8, hi);
-      memcpy(j->y + n0, t, (size_t)(j->N - n0) * sizeof(float));
+      memcpy(y + n0, t, (size_t)(N - n0) * sizeof(float));
     }
   }
+}
+
+/* The packed GEMV's work units, balanced by bytes (every panel is K*64
+ * bytes): 4 rounds of nt units holding 1/2, 1/4, 1/8 and 1/8 of the panels,
+ * handed out in order by the pool, so a thread that starts late or streams
+ * slower (a neighbour on its core) finds small units at the end instead of
+ * a large one, and the others do not wait long for it. Unit u is panels
+ * [fbx__gemv_unit_at(u), fbx__gemv_unit_at(u + 1)); there are 4 * nt. */
+static int64_t fbx__gemv_unit_at(int64_t u, int64_t nt, int64_t np) {
+  static const int64_t eighths[5] = {0, 4, 6, 7, 8}; /* cumulative, per round */
+  int64_t r = u / nt, i = u % nt;
+  if (r >= 4) return np;
+  return np * (eighths[r] * nt + (eighths[r + 1] - eighths[r]) * i) / (8 * nt);
+}
+
+static void fbx__gemv_packed_task(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
+  const fbx__gemv_job *j = arg;
+  int64_t p0 = fbx__gemv_unit_at(u0, j->nt, j->np), p1 = fbx__gemv_unit_at(u1, j->nt, j->np);
+  if (fbx_cpu_avx512_enabled())
+    fbx_cpu_gemv_panels_avx512(j->x, j->b, j->y, j->K, j->N, j->alpha, p0, p1);
+  else
+    fbx__gemv_panels_avx2(j->x, j->b, j->y, j->K, j->N, j->alpha, p0, p1);
 }
 
 /* Chunks of at least ~256 KiB of weights per thread; smaller runs inline. */
@@ -95,11 +126,35 @@ static int64_t fbx__gemv_grain(int64_t K, int64_t cols_per_item) {
   return g < 1 ? 1 : g;
 }
 
+/* Grain of a streaming GEMV over n items: the 256 KiB one, but small enough
+ * that every thread gets at least two chunks (at 16 threads a 768-column
+ * GEMV has 48 panels: 256 KiB chunks would leave 6 threads idle), and never
+ * under 32 KiB of weights (dispatch and prefetch ramp-up). */
+static int64_t fbx__gemv_grain_par(const fbx_cpu_ctx *c, int64_t n, int64_t K, int64_t cols_per_item) {
+  int64_t g = fbx__gemv_grain(K, cols_per_item), nt = c ? c->threads : 1;
+  int64_t share = n / (2 * (nt > 0 ? nt : 1));
+  int64_t bytes = K * cols_per_item * 4, lo = (32 * 1024 + bytes - 1) / (bytes > 0 ? bytes : 1);
+  if (share < g) g = share;
+  if (g < lo) g = lo;
+  return g < 1 ? 1 : g;
+}
+
+/* Smallest unit worth a hand-off (the last round's units are 1/(8 nt) of the
+ * weights): fewer threads' worth of units below this, inline under 2. */
+#define FBX__GEMV_MIN_UNIT_BYTES (16 * 1024)
+
 void fbx_cpu_gemv_packed(fbx_cpu_ctx *c, const float *x, const float *packed, float *y, int64_t K,
                          int64_t N, float alpha) {
-  fbx__gemv_job j = {.x = x, .b = packed, .y = y, .K = K, .N = N, .alpha = alpha};
-  int64_t np = (N + P - 1) / P;
-  fbx_cpu_par(c, np, fbx__gemv_grain(K, P), fbx__gemv_packed_task, &j);
+  int64_t np = (N + P - 1) / P, bytes = np * K * P * (int64_t)sizeof(float);
+  int64_t nt = c ? c->threads : 1, cap = bytes / (8 * FBX__GEMV_MIN_UNIT_BYTES);
+  if (nt > cap) nt = cap;
+  if (nt > np) nt = np;
+  fbx__gemv_job j = {.x = x, .b = packed, .y = y, .K = K, .N = N, .alpha = alpha, .np = np, .nt = nt < 1 ? 1 : nt};
+  if (!c || nt < 2) {
+    fbx__gemv_packed_task(&j, 0, 4 * j.nt, 0);
+    return;
+  }
+  fbx_cpu_par(c, 4 * nt, 1, fbx__gemv_packed_task, &j); /* 4*nt <= the pool's chunk target: one unit a chunk */
 }
 
 /* ---- small-M GEMM on packed B (prefill: M = prompt rows, typically <= 64):
@@ -112,6 +167,7 @@ typedef struct fbx__gemm_pk_job {
   float *y;
   int64_t M, K, N, lda, ldy;
   float alpha;
+  int64_t ns;          /* row slivers (see the tasks) */
 } fbx__gemm_pk_job;
 
 static inline __attribute__((always_inline)) void fbx__gemm_pk_block(const int MR, const float *a, int64_t lda,
@@ -147,50 +203,87 @@ static inline __attribute__((always_inline)) void fbx__gemm_pk_block(const int M
   }
 }
 
-static void fbx__gemm_pk_task(void *arg, int64_t p0, int64_t p1, int worker) {
+/* AVX2 units: unit u = (panel u / ns, sliver u % ns of ns = ceil(M/6)
+ * balanced slivers, rows [s*M/ns, (s+1)*M/ns)); the same walk and prefetch
+ * as the AVX-512 units (cpu_gemm_avx512.c). */
+static void fbx__gemm_pk_task(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
   const fbx__gemm_pk_job *j = arg;
-  const int64_t K = j->K;
-  for (int64_t p = p0; p < p1; p++) {
+  const int64_t K = j->K, M = j->M, ns = j->ns, np = (j->N + P - 1) / P;
+  for (int64_t u = u0; u < u1;) {
+    int64_t p = u / ns, s0 = u % ns, s1 = s0 + (u1 - u) < ns ? s0 + (u1 - u) : ns;
     const float *bp = j->b + p * K * P;
     int64_t n0 = p * P, w = j->N - n0 < P ? j->N - n0 : P;
-    int64_t m = 0;
-    const float *ahead = bp + 64 * P, *next = p + 1 < p1 ? bp + K * P : NULL;
-    for (; m + 6 <= j->M; m += 6)
-      fbx__gemm_pk_block(6, j->a + m * j->lda, j->lda, bp, K, j->y + m * j->ldy + n0, j->ldy, w, j->alpha,
-                         m == 0 ? ahead : NULL, m == 6 ? next : NULL);
-    const float *pf0 = m == 0 ? ahead : NULL, *pf1 = m == 6 ? next : NULL;
-    const float *a = j->a + m * j->lda;
-    float *y = j->y + m * j->ldy + n0;
-    switch (j->M - m) {
-      case 5: fbx__gemm_pk_block(5, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
-      case 4: fbx__gemm_pk_block(4, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
-      case 3: fbx__gemm_pk_block(3, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
-      case 2: fbx__gemm_pk_block(2, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
-      case 1: fbx__gemm_pk_block(1, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
-      default: break;
+    const float *ahead = bp + 64 * P, *next = p + 1 < np && (p + 1) * ns < u1 ? bp + K * P : NULL;
+    for (int64_t s = s0; s < s1; s++) {
+      int64_t m0 = s * M / ns, m1 = (s + 1) * M / ns;
+      const float *pf0 = s == s0 ? ahead : NULL, *pf1 = s == s0 + 1 ? next : NULL;
+      const float *a = j->a + m0 * j->lda;
+      float *y = j->y + m0 * j->ldy + n0;
+      switch (m1 - m0) {
+        case 6: fbx__gemm_pk_block(6, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        case 5: fbx__gemm_pk_block(5, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        case 4: fbx__gemm_pk_block(4, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        case 3: fbx__gemm_pk_block(3, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        case 2: fbx__gemm_pk_block(2, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        case 1: fbx__gemm_pk_block(1, a, j->lda, bp, K, y, j->ldy, w, j->alpha, pf0, pf1); break;
+        default: break;
+      }
     }
+    u += s1 - s0;
   }
 }
 
-/* AVX-512 path: items are pairs of panels (the 12x32 tile spans two). */
-static void fbx__gemm_pk_task512(void *arg, int64_t t0, int64_t t1, int worker) {
+static void fbx__gemm_pk_task512(void *arg, int64_t u0, int64_t u1, int worker) {
+  (void)worker;
   const fbx__gemm_pk_job *j = arg;
-  int64_t np = (j->N + P - 1) / P, p1 = 2 * t1 < np ? 2 * t1 : np;
-  fbx_cpu_gemm_packed_avx512(j->a, j->lda, j->b, j->y, j->ldy, j->M, j->K, j->N, j->alpha, 2 * t0, p1);
+  fbx_cpu_gemm_packed_units_avx512(j->a, j->lda, j->b, j->y, j->ldy, j->M, j->K, j->N, j->alpha, j->ns, u0, u1);
+}
+
+/* Work is split in 2-D (column panel [pair] x row sliver), not over columns
+ * alone: at M = 128, N = 768 the old split had 24 items for 16 threads (a
+ * third idle); now 24 x 11 units, handed out in chunks of consecutive units
+ * (one pair, several slivers) by the pool. Below FBX__GEMM_PK_INLINE_FLOPS the
+ * product runs on the calling thread (a dispatch costs more). */
+#define FBX__GEMM_PK_INLINE_FLOPS 2e6
+
+/* A copied with a padded row stride (ffn-down: K = 2048, rows 8 KiB apart).
+ * A tile broadcasts from 12 rows at once; rows a multiple of 4 KiB apart all
+ * map to one L1 set (and 4K-alias the loads), which the padding spreads. */
+typedef struct fbx__gemm_pk_acopy {
+  const float *src;
+  float *dst;
+  int64_t K, lds, ldd;
+} fbx__gemm_pk_acopy;
+
+static void fbx__gemm_pk_acopy_task(void *arg, int64_t r0, int64_t r1, int worker) {
+  (void)worker;
+  const fbx__gemm_pk_acopy *j = arg;
+  for (int64_t r = r0; r < r1; r++) memcpy(j->dst + r * j->ldd, j->src + r * j->lds, (size_t)j->K * sizeof(float));
 }
 
 void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const float *packed, float *y,
                          int64_t ldy, int64_t M, int64_t K, int64_t N, float alpha) {
+  if (M <= 0 || N <= 0) return;
+  bool z = fbx_cpu_avx512_enabled();
+  int64_t mr = z ? 12 : 6, cols = z ? 2 * P : P;
   fbx__gemm_pk_job j = {.a = a, .b = packed, .y = y, .M = M, .K = K, .N = N, .lda = lda, .ldy = ldy,
-                        .alpha = alpha};
-  int64_t np = (N + P - 1) / P;
-  int64_t g = fbx__gemv_grain(K, P) / (M > 0 ? M : 1);
-  if (fbx_cpu_avx512_enabled()) {
-    int64_t g2 = g / 2;
-    fbx_cpu_par(c, (np + 1) / 2, g2 < 1 ? 1 : g2, fbx__gemm_pk_task512, &j);
-    return;
+                        .alpha = alpha, .ns = (M + mr - 1) / mr};
+  int64_t units = (N + cols - 1) / cols * j.ns;
+  fbx_cpu_task_fn fn = z ? fbx__gemm_pk_task512 : fbx__gemm_pk_task;
+  if (c && M > 1 && K >= 256 && lda % 1024 == 0) {
+    fbx__gemm_pk_acopy cj = {.src = a, .K = K, .lds = lda, .ldd = K + P};
+    cj.dst = fbx_cpu_gemm_ws(c, (size_t)(M * cj.ldd) * sizeof(float));
+    if (cj.dst) { /* else (OOM): A read in place, slower but right */
+      fbx_cpu_par(c, M, 1 + 16384 / K, fbx__gemm_pk_acopy_task, &cj);
+      j.a = cj.dst;
+      j.lda = cj.ldd;
+    }
   }
-  fbx_cpu_par(c, np, g < 1 ? 1 : g, fbx__gemm_pk_task, &j);
+  if (!c || 2.0 * (double)M * (double)N * (double)K < FBX__GEMM_PK_INLINE_FLOPS)
+    fn(&j, 0, units, 0);
+  else
+    fbx_cpu_par(c, units, 1, fn, &j);
 }
 
 /* B row-major (K,N): column tiles of 32, all of K per tile. */
@@ -234,32 +327,73 @@ static inline float fbx__hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/* B row-major (N,K): one dot product per output. */
+/* Sums of the 8 lanes of each of a, b, c, d, as lanes 0-3. */
+static inline __m128 fbx__hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d); /* a01 a23 b01 b23 | a45 a67 b45 b67 ... */
+  __m256 abcd = _mm256_hadd_ps(ab, cd);                         /* a0-3 b0-3 c0-3 d0-3 | a4-7 ... */
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* B row-major (N,K): dot products of x with B's rows, four rows at a time
+ * (decode attention q . K^T reads the key cache in place: rows of head_dim
+ * = 64 floats, where a dot product per row would spend as long on its
+ * horizontal sum as on its loads). */
 static void fbx__gemv_t_task(void *arg, int64_t n0, int64_t n1, int worker) {
+  (void)worker;
   const fbx__gemv_job *j = arg;
   const int64_t K = j->K;
-  for (int64_t n = n0; n < n1; n++) {
-    const float *b = j->b + n * K;
+  const float *x = j->x;
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float *b0 = j->b + n * K, *b1 = b0 + K, *b2 = b1 + K, *b3 = b2 + K;
     __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
     int64_t k = 0;
-    for (; k + 32 <= K; k += 32) {
-      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(j->x + k), _mm256_loadu_ps(b + k), c0);
-      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(j->x + k + 8), _mm256_loadu_ps(b + k + 8), c1);
-      c2 = _mm256_fmadd_ps(_mm256_loadu_ps(j->x + k + 16), _mm256_loadu_ps(b + k + 16), c2);
-      c3 = _mm256_fmadd_ps(_mm256_loadu_ps(j->x + k + 24), _mm256_loadu_ps(b + k + 24), c3);
+    for (; k + 8 <= K; k += 8) {
+      __m256 xv = _mm256_loadu_ps(x + k);
+      c0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(b0 + k), c0);
+      c1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(b1 + k), c1);
+      c2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(b2 + k), c2);
+      c3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(b3 + k), c3);
     }
-    for (; k + 8 <= K; k += 8) c0 = _mm256_fmadd_ps(_mm256_loadu_ps(j->x + k), _mm256_loadu_ps(b + k), c0);
-    float s = fbx__hsum(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)));
-    for (; k < K; k++) s += j->x[k] * b[k];
+    float s[4];
+    _mm_storeu_ps(s, fbx__hsum4(c0, c1, c2, c3));
+    for (; k < K; k++) {
+      s[0] += x[k] * b0[k];
+      s[1] += x[k] * b1[k];
+      s[2] += x[k] * b2[k];
+      s[3] += x[k] * b3[k];
+    }
+    for (int q = 0; q < 4; q++) j->y[n + q] = j->alpha * s[q];
+  }
+  for (; n < n1; n++) {
+    const float *b = j->b + n * K;
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+      c0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(b + k), c0);
+      c1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), _mm256_loadu_ps(b + k + 8), c1);
+    }
+    for (; k + 8 <= K; k += 8) c0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(b + k), c0);
+    float s = fbx__hsum(_mm256_add_ps(c0, c1));
+    for (; k < K; k++) s += x[k] * b[k];
     j->y[n] = j->alpha * s;
   }
+}
+
+void fbx_cpu_gemv_plain_st(const float *x, const float *b, float *y, int64_t K, int64_t N, bool trans_b,
+                           float alpha) {
+  fbx__gemv_job j = {.x = x, .b = b, .y = y, .K = K, .N = N, .alpha = alpha, .trans_b = trans_b};
+  if (trans_b)
+    fbx__gemv_t_task(&j, 0, N, 0);
+  else
+    fbx__gemv_nt_task(&j, 0, (N + 31) / 32, 0);
 }
 
 void fbx_cpu_gemv_plain(fbx_cpu_ctx *c, const float *x, const float *b, float *y, int64_t K,
                         int64_t N, bool trans_b, float alpha) {
   fbx__gemv_job j = {.x = x, .b = b, .y = y, .K = K, .N = N, .alpha = alpha, .trans_b = trans_b};
   if (trans_b)
-    fbx_cpu_par(c, N, fbx__gemv_grain(K, 1), fbx__gemv_t_task, &j);
+    fbx_cpu_par(c, N, fbx__gemv_grain_par(c, N, K, 1), fbx__gemv_t_task, &j);
   else
-    fbx_cpu_par(c, (N + 31) / 32, fbx__gemv_grain(K, 32), fbx__gemv_nt_task, &j);
+    fbx_cpu_par(c, (N + 31) / 32, fbx__gemv_grain_par(c, (N + 31) / 32, K, 32), fbx__gemv_nt_task, &j);
 }

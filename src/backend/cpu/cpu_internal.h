@@ -71,11 +71,12 @@ fbx_status *fbx_cpu_ew_run(FBX_CPU_KERNEL_ARGS);
  * program in place to ranges of its output right after computing them (hot
  * in cache). Program register params.conv.epilogue_reg reads the output
  * itself; the other registers, in order, are the node inputs in[first_extra..]
- * (broadcast to the output shape). Nodes without an epilogue: epi->pl NULL
+ * (broadcast to the output shape). Nodes without an epilogue: epi->prog NULL
  * and fbx_cpu_epi_apply does nothing. */
 typedef struct fbx_cpu_epi {
   struct fbx__ew_plan *pl;
-  const fbx_ir_ew_program *prog;
+  struct fbx_cpu_epi_chain *chain; /* the register-chain form (cpu_epi_chain.h), or NULL: pl */
+  const fbx_ir_ew_program *prog;   /* NULL: no epilogue */
   const fbx_tensor *out;
 } fbx_cpu_epi;
 /* Plans the epilogue in scratch; *caller_mem gets caller_bytes of scratch
@@ -104,6 +105,11 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
                                 const fbx_tensor *inputs, void **state);
 void fbx_cpu_mnb_release(void *state);
 
+/* MATMUL_INT (cpu_qmatmul.c): constant 8-bit B (K, N) packed once into the integer GEMM's panels. */
+fbx_status *fbx_cpu_qmatmul_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
+                                    const fbx_tensor *inputs, void **state);
+void fbx_cpu_qmatmul_release(void *state);
+
 /* CONV (cpu_conv.c): constant W packed for the few-output-positions path. */
 fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *const *const_inputs,
                                  const fbx_tensor *inputs, void **state);
@@ -129,6 +135,9 @@ void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const floa
 /* y(N) = alpha * x(K) @ B with B row-major (K,N) (trans_b = 0) or (N,K) (trans_b = 1). */
 void fbx_cpu_gemv_plain(fbx_cpu_ctx *c, const float *x, const float *b, float *y, int64_t K,
                         int64_t N, bool trans_b, float alpha);
+/* The same on the calling thread (a caller parallel over batches). */
+void fbx_cpu_gemv_plain_st(const float *x, const float *b, float *y, int64_t K, int64_t N, bool trans_b,
+                           float alpha);
 
 /* ---- conv GEMM (cpu_conv_gemm.c) ----
  * bpk: column block (K, width) packed in panels of 16 positions, K-major:

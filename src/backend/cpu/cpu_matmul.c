@@ -1,12 +1,15 @@
 /* MATMUL: batched numpy matmul with broadcasting of batch dims, 1-D operands,
  * trans_a/trans_b/alpha (alpha 0 is taken as "unset" = 1).
- *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it)
+ *   M == 1 (decode)          : our GEMV (packed constant B when node_prepare packed it); small
+ *                              dynamic matrices in batches (attention): one per thread
  *   N == 1, A not transposed : the same GEMV with A as its matrix (dot products of A's rows)
- *   2 <= M <= 160, constant B: the small-M kernel on the packed B (prefetching, no K blocking;
- *                              at prefill's M = 128 it beats the blocked GEMM, bench/RESULTS.md)
+ *   small M, constant B      : the small-M kernel on the packed B (prefetching, no K blocking):
+ *                              2 <= M <= 12 with AVX-512, 2 <= M <= 160 with AVX2 only
  *   otherwise                : the blocked GEMM (cpu_gemm.c), all batches in one call
  *                              (attention heads are work items of one parallel-for);
- *                              a constant B stays packed; a batch-free B folds A's batch into M
+ *                              a constant B stays packed (one batch matrix: the prepacked-B
+ *                              GEMM of cpu_gemm_packed.c, A in k-major slivers shared by the
+ *                              workers); a batch-free B folds A's batch into M
  *   F64                      : plain loops. */
 #include <string.h>
 
@@ -14,9 +17,14 @@
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 
-/* Largest M for the small-M kernel: up to here its A rows (M x K) stay in L2
- * across the panels and it outruns the blocked GEMM (bench_gemm, M = 128). */
+/* Largest M for the small-M kernel. AVX2: up to here its A rows (M x K) stay
+ * in L2 across the panels and it outruns the blocked GEMM (bench_gemm, M =
+ * 128, also against the prepacked-B GEMM's 6x16 kernel on Zen 4). AVX-512:
+ * the prepacked-B GEMM's 12x32 kernel on k-major A slivers is ahead from M =
+ * 16 (Zen 4, 1 thread: 93-97% of the FMA peak against 89-93% at M = 16..128);
+ * at M <= 12 (one sliver) the small-M kernel, which packs no A, is. */
 #define FBX__MM_SMALL_M 160
+#define FBX__MM_SMALL_M_AVX512 12
 
 typedef struct fbx__mm_state {
   float *packed;       /* (ceil(N/16), K, 16) */
@@ -66,6 +74,33 @@ static void fbx__mm_f64(const double *A, const double *B, double *C, int64_t M, 
     }
 }
 
+/* Batched GEMV on a dynamic B (decode attention: q (1,64) x K^T (64, past)
+ * per head; 12 heads x 2 products x 12 layers per token): one parallel-for
+ * over the batch, each matrix on one thread, instead of one parallel-for
+ * per matrix (288 dispatches of ~30 KiB each per decode step). */
+typedef struct fbx__mm_bgemv {
+  const fbx_matmul_geom *g;
+  const float *a, *b;
+  float *y;
+  int64_t a_mat, b_mat, y_mat, K, N;
+  bool tb;
+  float alpha;
+} fbx__mm_bgemv;
+
+static void fbx__mm_bgemv_task(void *arg, int64_t b0, int64_t b1, int worker) {
+  (void)worker;
+  const fbx__mm_bgemv *j = arg;
+  for (int64_t bi = b0; bi < b1; bi++) {
+    int64_t oa, ob;
+    fbx_matmul_geom_batch(j->g, bi, &oa, &ob);
+    fbx_cpu_gemv_plain_st(j->a + oa * j->a_mat, j->b + ob * j->b_mat, j->y + bi * j->y_mat, j->K, j->N, j->tb,
+                          j->alpha);
+  }
+}
+
+/* Below this many bytes of B per matrix, batches run one matrix per thread. */
+#define FBX__MM_BGEMV_BYTES (256 * 1024)
+
 fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   if (n_in < 2 || n_out < 1) return FBX_ERR_ARG("MATMUL: needs 2 inputs, 1 output");
   const fbx_tensor *A = &in[0], *B = &in[1];
@@ -107,7 +142,8 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   /* N == 1 (matrix x vector): y(M) = A(M,K) . b(K) is the GEMV with A as its
    * (N,K) matrix; the GEMM tiles would compute 32 columns to keep one */
   bool mat_vec = M > 1 && N == 1 && !ta;
-  if (M > 1 && !mat_vec && !(packed && !ta && M <= FBX__MM_SMALL_M)) {
+  const int64_t small_m = fbx_cpu_avx512_enabled() ? FBX__MM_SMALL_M_AVX512 : FBX__MM_SMALL_M;
+  if (M > 1 && !mat_vec && !(packed && !ta && M <= small_m)) {
     fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
                            .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,
                            .nbatch = nbatch, .brank = obr, .c_batch = y_mat};
@@ -117,9 +153,19 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
       d.b_st[i] = g.bst[i] * b_mat;
     }
     info->variant = packed ? "gemm_f32_blocked_packed_b" : "gemm_f32_blocked";
-    info->reason = packed ? "M>1: blocked GEMM, constant B packed at compile, A packed per K block"
-                          : "M>1: blocked GEMM, A and B packed per block into the GEMM workspace";
+    info->reason = !packed      ? "M>1: blocked GEMM, A and B packed per block into the GEMM workspace"
+                   : nbatch == 1 ? "M>1: prepacked-B GEMM, constant B packed at compile, A packed once into "
+                                   "k-major slivers shared by the workers"
+                                 : "M>1: blocked GEMM, constant B packed at compile, A packed per K block";
     return fbx_cpu_gemm(c, &d);
+  }
+  if (M == 1 && !packed && nbatch > 1 && K * N * (int64_t)sizeof(float) < FBX__MM_BGEMV_BYTES) {
+    info->variant = "gemv_f32_batched";
+    info->reason = "M=1, dynamic B, small matrices: one matrix per thread, all batches in one parallel-for";
+    fbx__mm_bgemv j = {.g = &g, .a = a, .b = b, .y = y, .a_mat = a_mat, .b_mat = b_mat, .y_mat = y_mat,
+                       .K = K, .N = N, .tb = tb, .alpha = alpha};
+    fbx_cpu_par(c, nbatch, 1 + 16384 / (K * N + 1), fbx__mm_bgemv_task, &j);
+    return NULL;
   }
   for (int64_t bi = 0; bi < nbatch; bi++) {
     int64_t oa, ob;

@@ -13,11 +13,12 @@
  *   s_b * scale_a,b. Up to 4 rows of A share every unpacked weight chunk.
  * Columns are split over the pool (every thread streams its own range of N), in
  * tiles of up to 4 columns per kernel call. Prefill (M >= 8): at accuracy_level 0
- * chunks of columns are dequantised once to float and multiplied with the blocked
- * sgemm; at level 4 with 4-bit integer zero points on VNNI, an int8 GEMM on panels
- * (cpu_mnb_gemm512.c).
+ * a float GEMM whose micro-kernel reads slivers of W dequantised in k order
+ * (cpu_mnb_prefill.c); at level 4 with 4-bit integer zero points, an int8 GEMM on panels
+ * (cpu_mnb_gemm512.c with VNNI, cpu_mnb_gemm_avx2.c without).
  * The kernels are chosen per call from fbx__mnb_isa_now(): portable C here, AVX2
- * (cpu_mnb_avx2.c), AVX-512 / VNNI (cpu_mnb_avx512.c, cpu_mnb_gemm512.c). */
+ * (cpu_mnb_avx2.c), AVX-512 / VNNI (cpu_mnb_avx512.c, cpu_mnb_gemm512.c); the level-0
+ * prefill GEMM (cpu_mnb_prefill.c). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -81,15 +82,20 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
   *s = (fbx__mnb_state){.K = K, .N = N, .kb = kb, .bs = bs, .kpad = kb * bs, .ks = (kb + 3) & ~(int64_t)3,
                         .kz = (kb + 15) & ~(int64_t)15, .bits = bits, .ch = bs < 32 ? (int)bs : 32,
                         .col_bytes = blob * kb};
-  s->w = fbx_malloc_aligned((size_t)(N * s->col_bytes) + 64);
-  s->scale = fbx_calloc((size_t)(N * s->ks + 16), sizeof(float));
-  if (float_zp) s->sz = fbx_calloc((size_t)(N * s->ks + 16), sizeof(float));
-  else s->z8 = fbx_calloc((size_t)(N * s->kz + 64), 1);
-  if (!s->w || !s->scale || (float_zp ? !s->sz : !s->z8)) {
+  /* one buffer (w | scale | sz or z8, each 64-byte aligned, slack zeroed) on huge pages: a
+   * decode step streams all of it once, and 4 KiB pages would cost a TLB miss per 4 KiB */
+  const size_t w_bytes = ((size_t)(N * s->col_bytes) + 64 + 63) & ~(size_t)63;
+  const size_t sc_bytes = ((size_t)(N * s->ks + 16) * sizeof(float) + 63) & ~(size_t)63;
+  const size_t zp_bytes = float_zp ? sc_bytes : ((size_t)(N * s->kz + 64) + 63) & ~(size_t)63;
+  s->w = fbx_malloc_huge_exact(w_bytes + sc_bytes + zp_bytes);
+  if (!s->w) {
     fbx_cpu_mnb_release(s);
     return FBX_ERR_OOM();
   }
-  memset(s->w + N * s->col_bytes, 0, 64);
+  memset(s->w + N * s->col_bytes, 0, w_bytes + sc_bytes + zp_bytes - (size_t)(N * s->col_bytes));
+  s->scale = (float *)(s->w + w_bytes);
+  if (float_zp) s->sz = (float *)(s->w + w_bytes + sc_bytes);
+  else s->z8 = s->w + w_bytes + sc_bytes;
   const uint8_t *bsrc = B->data;
   const int ch = s->ch, half = ch / 2;
   for (int64_t n = 0; n < N; n++) {
@@ -115,10 +121,7 @@ fbx_status *fbx_cpu_mnb_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const f
 void fbx_cpu_mnb_release(void *state) {
   fbx__mnb_state *s = state;
   if (!s) return;
-  fbx_free_aligned(s->w);
-  fbx_free(s->scale);
-  fbx_free(s->sz);
-  fbx_free(s->z8);
+  fbx_free_aligned(s->w); /* scale, sz and z8 live in the same buffer */
   fbx_free(s);
 }
 
@@ -194,6 +197,43 @@ static void fbx__mnb_cols(void *arg, int64_t n0, int64_t n1, int worker) {
   }
 }
 
+/* max |x[0..n)|, NaNs ignored (as fmaxf does: vmaxps returns its second operand when
+ * either is NaN). */
+static inline float fbx__mnb_absmax(const float *x, int64_t n) {
+  const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 m0 = _mm256_setzero_ps(), m1 = m0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    m0 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs), m0);
+    m1 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k + 8), abs), m1);
+  }
+  float t[8], r = 0;
+  _mm256_storeu_ps(t, _mm256_max_ps(m0, m1));
+  for (int i = 0; i < 8; i++) r = t[i] > r ? t[i] : r;
+  for (; k < n; k++) {
+    const float v = fabsf(x[k]);
+    r = v > r ? v : r;
+  }
+  return r;
+}
+
+/* dst[0..16) = clamp(rne(x[u] * inv), -127, 127) as int8; returns their sum. */
+static inline int32_t fbx__mnb_quant16(const float *x, __m256 vinv, int8_t *dst) {
+  const __m256i hi = _mm256_set1_epi32(127), lo = _mm256_set1_epi32(-127);
+  __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), vinv));
+  __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), vinv));
+  q0 = _mm256_max_epi32(_mm256_min_epi32(q0, hi), lo);
+  q1 = _mm256_max_epi32(_mm256_min_epi32(q1, hi), lo);
+  /* packs works per 128-bit lane: q0 0-3, q1 0-3, q0 4-7, q1 4-7; the permute restores k order */
+  __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
+  _mm_storeu_si128((__m128i *)dst, _mm_packs_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+  __m256i sv = _mm256_add_epi32(q0, q1);
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sv), _mm256_extracti128_si256(sv, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
 /* Prepare a row of A into scratch: float copy padded to kpad and block sums, or
  * int8 codes per block (ORT's CPU quantiser: scale max|a|/127, codes rne(a * 127/max|a|)).
  * f1 / f2 have kb16 = kb rounded up to 16 entries (the tail zeroed). */
@@ -213,9 +253,9 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
       f1[b] = t;
       continue;
     }
-    float amax = 0;
-    for (int64_t k = k0; k < k1; k++) amax = fmaxf(amax, fabsf(a[k]));
+    const float amax = fbx__mnb_absmax(a + k0, k1 - k0);
     float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
     int32_t t = 0;
     /* runs of 16 values: in k order, or (group order, cpu_mnb.h) the low / high half of
      * a 32-chunk j of its group at 16 j / 16 J + 16 j (J > 0 means bs >= 32: whole chunks) */
@@ -224,6 +264,10 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
       if (J) {
         int64_t g = k / V, j = (k % V) / 32;
         pos = g * V + 16 * j + ((k & 31) ? 16 * J : 0);
+      }
+      if (k + 16 <= k1) { /* the same codes 16 at a time: vcvtps2dq rounds to nearest even, as nearbyintf */
+        t += fbx__mnb_quant16(a + k, vinv, qa + pos);
+        continue;
       }
       for (int u = 0; u < 16; u++) {
         int q = k + u < k1 ? (int)nearbyintf(a[k + u] * inv) : 0;
@@ -250,116 +294,70 @@ static void fbx__mnb_row_prep(const fbx__mnb_state *s, const float *a, int int8,
 
 /* ------------------------------------------------- prefill: panels + GEMM -- */
 
-/* accuracy_level 0 with M >= FBX__MNB_GEMM_M rows: chunks of columns are dequantised
- * once to float (scratch, (cols, kpad) row-major) and multiplied with the blocked
- * sgemm, so the dequantisation is paid once per column and not once per row; below
- * that M the register-dequantising kernels win. */
-#define FBX__MNB_PANEL 64
+/* Below FBX__MNB_GEMM_M rows the register-dequantising kernels win: the prefill paths
+ * (cpu_mnb_prefill.c, cpu_mnb_gemm512.c) pay the dequantisation once per column for
+ * all rows. */
 #define FBX__MNB_GEMM_M 8
 
-/* dst(kpad) = column n of W as float32 (q * s - s * z). */
-static void fbx__mnb_dequant_col(const fbx__mnb_state *s, int64_t n, float *dst, int simd) {
-  const int64_t kb = s->kb, bs = s->bs, blk = bs * s->bits / 8;
-  const uint8_t *col = s->w + n * s->col_bytes;
-  for (int64_t b = 0; b < kb; b++) {
-    const float sc = s->scale[n * s->ks + b];
-    const float off = -(s->sz ? s->sz[n * s->ks + b] : sc * (float)s->z8[n * s->kz + b]);
-    const uint8_t *w = col + b * blk;
-    float *d = dst + b * bs;
-    if (!simd) {
-      for (int64_t k = 0; k < bs; k++) d[k] = (float)fbx__mnb_val(s, w, k) * sc + off;
-      continue;
-    }
-    const __m256 vs = _mm256_set1_ps(sc), vo = _mm256_set1_ps(off);
-    const __m128i lo4 = _mm_set1_epi8(15);
-    for (int64_t k = 0; k < bs; k += 16) {
-      __m128i q;
-      if (s->bits == 8) {
-        q = _mm_loadu_si128((const __m128i *)(w + k));
-      } else if (s->ch == 32) { /* chunk of 32: bytes 0..15, low nibbles k 0..15, high 16..31 */
-        __m128i v = _mm_loadu_si128((const __m128i *)(w + (k / 32) * 16));
-        q = k % 32 ? _mm_and_si128(_mm_srli_epi16(v, 4), lo4) : _mm_and_si128(v, lo4);
-      } else { /* chunk of 16 in 8 bytes */
-        __m128i v = _mm_loadl_epi64((const __m128i *)(w + k / 2));
-        q = _mm_unpacklo_epi64(_mm_and_si128(v, lo4), _mm_and_si128(_mm_srli_epi16(v, 4), lo4));
-      }
-      __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
-      __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(q, q)));
-      _mm256_storeu_ps(d + k, _mm256_fmadd_ps(f0, vs, vo));
-      _mm256_storeu_ps(d + k + 8, _mm256_fmadd_ps(f1, vs, vo));
-    }
-  }
-}
-
-typedef struct fbx__mnb_dequant_job {
-  const fbx__mnb_state *s;
-  float *wbuf; /* (columns of this chunk, kpad): column n0 + i at wbuf + i * kpad */
-  int64_t n0;
-  int simd;
-} fbx__mnb_dequant_job;
-
-/* Dequantises columns [n0 + i0, n0 + i1) of B into the chunk buffer. */
-static void fbx__mnb_dequant_cols(void *arg, int64_t i0, int64_t i1, int worker) {
-  (void)worker;
-  const fbx__mnb_dequant_job *j = arg;
-  for (int64_t i = i0; i < i1; i++) fbx__mnb_dequant_col(j->s, j->n0 + i, j->wbuf + i * j->s->kpad, j->simd);
-}
-
-static fbx_status *fbx__mnb_prefill_f32(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
-                                        const float *bias, float *y, fbx__mnb_isa isa, fbx_kernel_info *info) {
-  /* Chunks of 4 panels per thread: dequantised in parallel into one (chunk, kpad)
-   * buffer, then one blocked GEMM on the pool: y[:, n0:n0+nn] = A @ chunk^T (+ bias). */
-  const int64_t threads = c->threads > 0 ? c->threads : 1, chunk = FBX__MNB_PANEL * 4 * threads, kpad = s->kpad;
-  float *wbuf = fbx_cpu_scratch(c, (size_t)(chunk * kpad) * sizeof(float));
-  if (!wbuf) return FBX_ERR_OOM();
-  info->variant = s->bits == 4 ? "mnb_int4_panel_sgemm" : "mnb_int8_panel_sgemm";
-  info->reason = "accuracy_level 0, M >= 8: column chunks dequantised once, blocked sgemm per chunk";
-  for (int64_t n0 = 0; n0 < s->N; n0 += chunk) {
-    const int64_t nn = s->N - n0 < chunk ? s->N - n0 : chunk;
-    fbx__mnb_dequant_job dj = {.s = s, .wbuf = wbuf, .n0 = n0, .simd = isa >= FBX__MNB_AVX2};
-    fbx_cpu_par(c, nn, 16, fbx__mnb_dequant_cols, &dj);
-    FBX_TRY(fbx_cpu_sgemm_par(c, false, true, M, nn, s->K, 1.0f, A, s->K, wbuf, kpad, 0.0f, y + n0, s->N, NULL));
-  }
-  if (bias)
-    for (int64_t m = 0; m < M; m++)
-      for (int64_t n = 0; n < s->N; n++) y[m * s->N + n] += bias[n];
-  return NULL;
-}
-
-static void fbx__mnb_i8gemm_task(void *arg, int64_t p0, int64_t p1, int worker) {
+static void fbx__mnb_i8gemm_task_vnni(void *arg, int64_t p0, int64_t p1, int worker) {
   fbx__mnb_i8gemm_vnni512(arg, p0, p1, worker);
 }
+static void fbx__mnb_i8gemm_task_avx2(void *arg, int64_t p0, int64_t p1, int worker) {
+  fbx__mnb_i8gemm_avx2(arg, p0, p1, worker);
+}
 
-/* accuracy_level 4, M >= 8, 4-bit integer zero points, VNNI: the rows quantised as
- * everywhere (k order), offset to u8 (cpu_mnb_gemm512.c), then panels of 32 columns
- * over the pool. Scratch: row headers, per-row codes + scales, au (M, kpad), one
- * panel per thread. */
+/* Rows [m0, m1) of A quantised for the int8 GEMM: ORT's quantiser (fbx__mnb_row_prep) into
+ * the worker's codes, then the u8 offset into au (M, kpad), block scales into sa (M, kb16). */
+typedef struct fbx__mnb_quant_job {
+  const fbx__mnb_state *s;
+  const float *A; /* (M, K) */
+  uint8_t *au;
+  float *sa;
+  int64_t kb16;
+  unsigned char *tmp; /* per worker: codes (kpad, rounded to 64) + block sums (kb16) */
+  size_t tmp_bytes;
+} fbx__mnb_quant_job;
+
+static void fbx__mnb_quant_rows(void *arg, int64_t m0, int64_t m1, int worker) {
+  const fbx__mnb_quant_job *j = arg;
+  const fbx__mnb_state *s = j->s;
+  const int64_t kpad = s->kpad;
+  int8_t *qa = (int8_t *)(j->tmp + (size_t)worker * j->tmp_bytes);
+  float *f2 = (float *)((unsigned char *)qa + (((size_t)kpad + 63) & ~(size_t)63));
+  for (int64_t m = m0; m < m1; m++) {
+    fbx__mnb_row r;
+    fbx__mnb_row_prep(s, j->A + m * s->K, 1, 0, &r, NULL, j->sa + m * j->kb16, qa, f2, NULL);
+    uint8_t *dst = j->au + m * kpad;
+    for (int64_t k = 0; k < kpad; k++) dst[k] = k < s->K ? (uint8_t)(qa[k] + 128) : 0;
+  }
+}
+
+/* accuracy_level 4, M >= 8, 4-bit integer zero points, AVX2 or VNNI: the rows quantised
+ * as everywhere (k order; over the pool), offset to u8 (cpu_mnb_gemm512.c), then panels of
+ * 32 columns over the pool. Scratch: au (M, kpad), sa (M, kb16), per thread one row's codes
+ * + sums and one panel. */
 static fbx_status *fbx__mnb_prefill_i8(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
-                                       const float *bias, float *y, fbx_kernel_info *info) {
+                                       const float *bias, float *y, fbx__mnb_isa isa, fbx_kernel_info *info) {
   const int64_t kpad = s->kpad, kb16 = (s->kb + 15) & ~(int64_t)15;
   const int threads = c->threads > 0 ? c->threads : 1;
-  /* scratch: au (M, kpad) | sa (M, kb16) | one row's codes (kpad) + sums (kb16) | a panel per thread */
   const size_t au_bytes = ((size_t)(M * kpad) + 63) & ~(size_t)63;
   const size_t sa_bytes = ((size_t)(M * kb16) * 4 + 63) & ~(size_t)63;
-  const size_t row_bytes = (((size_t)kpad + 63) & ~(size_t)63) + (size_t)kb16 * 4;
+  const size_t row_bytes = ((((size_t)kpad + 63) & ~(size_t)63) + (size_t)kb16 * 4 + 63) & ~(size_t)63;
   const size_t ws_bytes = (fbx__mnb_i8gemm_panel_bytes(s) + 63) & ~(size_t)63;
-  const size_t ws_at = (au_bytes + sa_bytes + row_bytes + 63) & ~(size_t)63;
+  const size_t ws_at = au_bytes + sa_bytes + (size_t)threads * row_bytes;
   unsigned char *mem = fbx_cpu_scratch(c, ws_at + (size_t)threads * ws_bytes);
   if (!mem) return FBX_ERR_OOM();
   uint8_t *au = mem;
   float *sa = (float *)(mem + au_bytes);
-  int8_t *qa = (int8_t *)(mem + au_bytes + sa_bytes);
-  float *f2 = (float *)(mem + au_bytes + sa_bytes + (((size_t)kpad + 63) & ~(size_t)63));
-  for (int64_t m = 0; m < M; m++) { /* ORT's quantiser (fbx__mnb_row_prep), then the u8 offset */
-    fbx__mnb_row r;
-    fbx__mnb_row_prep(s, A + m * s->K, 1, 0, &r, NULL, sa + m * kb16, qa, f2, NULL);
-    for (int64_t k = 0; k < kpad; k++) au[m * kpad + k] = k < s->K ? (uint8_t)(qa[k] + 128) : 0;
-  }
+  fbx__mnb_quant_job qj = {.s = s, .A = A, .au = au, .sa = sa, .kb16 = kb16, .tmp = mem + au_bytes + sa_bytes,
+                           .tmp_bytes = row_bytes};
+  fbx_cpu_par(c, M, 8, fbx__mnb_quant_rows, &qj);
   fbx__mnb_i8gemm g = {.s = s, .au = au, .sa = sa, .M = M, .ldsa = kb16, .bias = bias, .y = y,
                        .ws = mem + ws_at, .ws_bytes = ws_bytes};
-  info->variant = "mnb_int4_int8_gemm_vnni512";
+  const int vnni = isa >= FBX__MNB_VNNI512;
+  info->variant = vnni ? "mnb_int4_int8_gemm_vnni512" : "mnb_int4_int8_gemm_avx2";
   info->reason = "accuracy_level 4, M >= 8: A quantised to int8 per block, int8 GEMM on panels of 32 columns";
-  fbx_cpu_par(c, (s->N + 31) / 32, 1, fbx__mnb_i8gemm_task, &g);
+  fbx_cpu_par(c, (s->N + 31) / 32, 1, vnni ? fbx__mnb_i8gemm_task_vnni : fbx__mnb_i8gemm_task_avx2, &g);
   return NULL;
 }
 
@@ -383,8 +381,8 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   const fbx__mnb_isa isa = fbx__mnb_isa_now();
   info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
   if (!int8 && M >= FBX__MNB_GEMM_M) return fbx__mnb_prefill_f32(c, s, A->data, M, bias, out[0].data, isa, info);
-  if (int8 && M >= FBX__MNB_GEMM_M && isa >= FBX__MNB_VNNI512 && s->bits == 4 && s->z8)
-    return fbx__mnb_prefill_i8(c, s, A->data, M, bias, out[0].data, info);
+  if (int8 && M >= FBX__MNB_GEMM_M && isa >= FBX__MNB_AVX2 && s->bits == 4 && s->z8)
+    return fbx__mnb_prefill_i8(c, s, A->data, M, bias, out[0].data, isa, info);
 
   /* the column kernel and the row layout it reads (J: chunks per group, 0 = k order) */
   const int c32 = s->bits == 4 && s->ch == 32;

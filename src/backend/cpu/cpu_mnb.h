@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "cpu_internal.h"
+
 /* The repacked weights (made once at node_prepare). Per column n:
  *   w + n col_bytes: the blocks' values; 4-bit in chunks of ch = min(bs, 32)
  *     values in ch/2 bytes, byte i = value i (low nibble) | value i + ch/2 (high);
@@ -20,9 +22,9 @@ typedef struct fbx__mnb_state {
   int64_t ks, kz;             /* row strides of scale / sz and of z8 */
   int bits, ch;
   int64_t col_bytes; /* kb * bs * bits / 8 */
-  uint8_t *w;        /* (N, col_bytes), 64 bytes of slack at the end */
-  float *scale, *sz; /* (N, ks); sz NULL unless the zero points are float */
-  uint8_t *z8;       /* (N, kz) or NULL */
+  uint8_t *w;        /* (N, col_bytes), 64 bytes of slack at the end; owns scale / sz / z8 too */
+  float *scale, *sz; /* (N, ks); sz NULL unless the zero points are float (both inside w's buffer) */
+  uint8_t *z8;       /* (N, kz) or NULL (inside w's buffer) */
 } fbx__mnb_state;
 
 /* One row of A, prepared (zero padded). Float path: a (kpad), asum (kb, padded
@@ -44,6 +46,10 @@ typedef struct fbx__mnb_row {
  * Bias is the driver's. A tile of columns shares the rows' loads and the reductions. */
 typedef void (*fbx__mnb_col_fn)(const fbx__mnb_state *s, int64_t n, int C, const fbx__mnb_row *rows, int R,
                                 float *acc);
+
+/* Decode (one row) prefetches the weights, scales and zero points this many column tiles
+ * ahead into L2 (16 tiles of 4 columns: 28 KiB ahead at K = 896, 152 KiB at K = 4864). */
+#define FBX__MNB_PF_L2 16
 
 /* Instruction sets, ordered: each includes the ones before it. */
 typedef enum fbx__mnb_isa {
@@ -81,7 +87,7 @@ void fbx__mnb_col_i4g4_vnni512(const fbx__mnb_state *s, int64_t n, int C,
 int fbx__mnb_vnni512_present(void); /* CPUID: AVX-512 F/BW/VL/DQ usable (fbx_cpu_avx512_enabled) and VNNI */
 
 /* Prefill at accuracy_level 4, 4-bit weights with integer zero points (z8), VNNI
- * (cpu_mnb_gemm512.c): panels of 32 columns, each unpacked once into the worker's
+ * (cpu_mnb_gemm512.c) or AVX2 (cpu_mnb_gemm_avx2.c): panels of 32 columns, each unpacked once into the worker's
  * scratch (ws + worker * ws_bytes, ws_bytes >= fbx__mnb_i8gemm_panel_bytes). */
 typedef struct fbx__mnb_i8gemm {
   const fbx__mnb_state *s;
@@ -94,7 +100,31 @@ typedef struct fbx__mnb_i8gemm {
   size_t ws_bytes;
 } fbx__mnb_i8gemm;
 size_t fbx__mnb_i8gemm_panel_bytes(const fbx__mnb_state *s);
+/* The panel of columns [n0, n0 + 32) (zero past N): wq (kpad / 4 quads, 32 columns, 4 k)
+ * s8 q - z, cb (kb, 32) 128 sum_block (q - z), sc (kb, 32) scales. AVX2. */
+void fbx__mnb_i8panel_build(const fbx__mnb_state *s, int64_t n0, int8_t *wq, int32_t *cb, float *sc);
+/* A worker's panel scratch, laid out as fbx__mnb_i8gemm_panel_bytes counts it: wq, then cb, then sc. */
+typedef struct fbx__mnb_i8panel {
+  int8_t *wq;
+  int32_t *cb;
+  float *sc;
+} fbx__mnb_i8panel;
+static inline fbx__mnb_i8panel fbx__mnb_i8panel_scratch(const fbx__mnb_i8gemm *g, int worker) {
+  unsigned char *ws = g->ws + (size_t)worker * g->ws_bytes;
+  fbx__mnb_i8panel pn = {.wq = (int8_t *)ws, .cb = (int32_t *)(ws + (size_t)g->s->kpad * 32)};
+  pn.sc = (float *)(pn.cb + g->s->kb * 32);
+  return pn;
+}
 void fbx__mnb_i8gemm_vnni512(const fbx__mnb_i8gemm *g, int64_t p0, int64_t p1, int worker);
+/* The same GEMM without VNNI (cpu_mnb_gemm_avx2.c): vpmaddubsw + vpmaddwd, 4 x 8 tiles. */
+void fbx__mnb_i8gemm_avx2(const fbx__mnb_i8gemm *g, int64_t p0, int64_t p1, int worker);
+
+/* Prefill at accuracy_level 0..3 (cpu_mnb_prefill.c): Y(M, N) = A(M, K) @ W^T + bias
+ * (bias may be NULL) as a float GEMM on slivers of W dequantised into the micro-kernel's
+ * operand; AVX-512 micro-kernel where isa >= FBX__MNB_AVX512, else AVX2. Uses c's
+ * scratch. Error only on OOM. */
+fbx_status *fbx__mnb_prefill_f32(fbx_cpu_ctx *c, const fbx__mnb_state *s, const float *A, int64_t M,
+                                 const float *bias, float *y, fbx__mnb_isa isa, fbx_kernel_info *info);
 
 /* sum_b<kb (s_b z_b) x_b for column n: the zero-point correction (x = asum or sq). */
 float fbx__mnb_corr_portable(const fbx__mnb_state *s, int64_t n, const float *x);

@@ -69,18 +69,25 @@ static inline __attribute__((always_inline)) FBX__TVNNI void fbx__mnb_i4g4(const
   for (int c = 0; c < 4; c++)
     for (int r = 0; r < 4; r++) facc[c][r] = _mm512_setzero_ps();
   const uint8_t *w = s->w + n * s->col_bytes;
-  if (R == 1) /* the scales and zero points of the tile two ahead */
+  if (R == 1) /* the scales and zero points of the tile two ahead (L1) and FBX__MNB_PF_L2 ahead (L2) */
     for (int64_t o = 0; o < C * s->ks * 4; o += 64) {
       _mm_prefetch((const char *)(s->scale + (n + 2 * C) * s->ks) + o, _MM_HINT_T0);
+      _mm_prefetch((const char *)(s->scale + (n + FBX__MNB_PF_L2 * C) * s->ks) + o, _MM_HINT_T1);
       if (s->z8) _mm_prefetch((const char *)(s->z8 + (n + 2 * C) * s->kz) + o / 4, _MM_HINT_T0);
+      if (s->z8) _mm_prefetch((const char *)(s->z8 + (n + FBX__MNB_PF_L2 * C) * s->kz) + o / 4, _MM_HINT_T1);
     }
   for (int64_t g = 0; g < groups; g++, w += 64) {
     __m512i lo[4], hi[4];
     __m512 swv[4];
     for (int c = 0; c < C; c++) {
-      /* decode streams the weights once: fetch the tile two ahead (the hardware
-       * prefetchers alone do not keep 4 column streams and their scales in flight) */
-      if (R == 1) _mm_prefetch((const char *)(w + (2 * C + c) * s->col_bytes), _MM_HINT_T0);
+      /* decode streams the weights once: fetch the tile FBX__MNB_PF_L2 ahead into L2 and
+       * the tile two ahead into L1 (the hardware prefetchers alone do not keep 4 column
+       * streams and their scales in flight: without the L2 fetch one core streams ~12
+       * GB/s per CPU-second from DRAM, with it ~17-18; bench/RESULTS.md) */
+      if (R == 1) {
+        _mm_prefetch((const char *)(w + (FBX__MNB_PF_L2 * C + c) * s->col_bytes), _MM_HINT_T1);
+        _mm_prefetch((const char *)(w + (2 * C + c) * s->col_bytes), _MM_HINT_T0);
+      }
       __m512i v = _mm512_loadu_si512((const void *)(w + c * s->col_bytes));
       lo[c] = _mm512_and_si512(v, lo4), hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
       const float *sc = s->scale + (n + c) * s->ks;

@@ -24,8 +24,9 @@ size_t fbx__mnb_i8gemm_panel_bytes(const fbx__mnb_state *s) {
   return (size_t)s->kpad * 32 + (size_t)s->kb * 32 * 8 + 64;
 }
 
-/* Unpacks columns [n0, n0 + 32) (zero past N) into the panel. */
-static FBX__TVNNI void fbx__mnb_panel_build(const fbx__mnb_state *s, int64_t n0, int8_t *wq, int32_t *cb, float *sc) {
+/* Unpacks columns [n0, n0 + 32) (zero past N) into the panel (AVX2: the AVX2 GEMM of
+ * cpu_mnb_gemm_avx2.c reads the same panels). */
+void fbx__mnb_i8panel_build(const fbx__mnb_state *s, int64_t n0, int8_t *wq, int32_t *cb, float *sc) {
   const int64_t bs = s->bs, blk = bs / 2, kb = s->kb, K = s->K;
   const __m128i lo4 = _mm_set1_epi8(15);
   memset(wq, 0, (size_t)s->kpad * 32);
@@ -117,13 +118,13 @@ static inline __attribute__((always_inline)) FBX__TVNNI void fbx__mnb_i8gemm_til
 /* Panels [p0, p1) of 32 columns; the panel scratch is the worker's. */
 FBX__TVNNI void fbx__mnb_i8gemm_vnni512(const fbx__mnb_i8gemm *g, int64_t p0, int64_t p1, int worker) {
   const fbx__mnb_state *s = g->s;
-  unsigned char *ws = g->ws + (size_t)worker * g->ws_bytes;
-  int8_t *wq = (int8_t *)ws;
-  int32_t *cb = (int32_t *)(ws + (size_t)s->kpad * 32);
-  float *sc = (float *)(cb + s->kb * 32);
+  const fbx__mnb_i8panel pn = fbx__mnb_i8panel_scratch(g, worker);
+  int8_t *wq = pn.wq;
+  int32_t *cb = pn.cb;
+  float *sc = pn.sc;
   for (int64_t p = p0; p < p1; p++) {
     const int64_t n0 = 32 * p, nn = s->N - n0 < 32 ? s->N - n0 : 32;
-    fbx__mnb_panel_build(s, n0, wq, cb, sc);
+    fbx__mnb_i8panel_build(s, n0, wq, cb, sc);
     const float *bias = g->bias ? g->bias + n0 : NULL;
     for (int64_t m = 0; m < g->M; m += 4) {
       const uint8_t *au = g->au + m * s->kpad;

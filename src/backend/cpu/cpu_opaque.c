@@ -56,6 +56,7 @@ typedef struct fbx__opq_op {
 struct fbx_backend_graph {
   fbx__opq_op *ops;
   int n_ops, cap_ops;
+  uint64_t epoch;              /* the backend's epoch at capture: a launch under another one fails */
 };
 
 typedef struct fbx__opq_ctx {
@@ -68,6 +69,7 @@ typedef struct fbx__opq_ctx {
   fbx_backend_graph *capture;  /* the graph being recorded, or NULL */
   pthread_t capturer;          /* the thread whose work is recorded */
   bool capture_failed;         /* a call not allowed during capture was made */
+  uint64_t epoch;              /* graph epoch (fbx_opaque_backend_epoch_bump) */
 } fbx__opq_ctx;
 
 struct fbx_backend_event {
@@ -286,6 +288,7 @@ static fbx_status *fbx__opq_graph_end_u(fbx_backend *be, fbx_backend_graph **out
     return FBX_ERR("opaque: capture failed: a synchronising call was made while recording");
   }
   c->st.graph_captures++;
+  g->epoch = c->epoch;
   *out = g;
   return NULL;
 }
@@ -294,6 +297,9 @@ static fbx_status *fbx__opq_graph_end_u(fbx_backend *be, fbx_backend_graph **out
 static fbx_status *fbx__opq_graph_launch_u(fbx_backend *be, fbx_backend_graph *g) {
   fbx__opq_ctx *c = fbx__opq(be);
   if (fbx__opq_recording(c)) return FBX_ERR("opaque: graph_launch during a capture");
+  if (g->epoch != c->epoch) /* on a GPU: kernels reading a freed scratch buffer */
+    return FBX_ERR("opaque: graph_launch of a graph captured at epoch %llu, now %llu (its internal buffers were "
+                   "reallocated)", (unsigned long long)g->epoch, (unsigned long long)c->epoch);
   fbx__opq_flush(c);
   c->st.graph_launches++;
   for (int i = 0; i < g->n_ops; i++) {
@@ -411,6 +417,84 @@ static fbx_status *fbx__opq_event_synchronize(fbx_backend *be, fbx_backend_event
   return fbx__opq_synchronize(be); /* coarser than needed, never wrong */
 }
 
+/* ---- streams: a handle ORT passes around; work stays synchronous on the one queue ----
+ * A stream is a tagged object, so set_stream can refuse a handle that is not one
+ * (proof, on the simulated GPU, that Compute got the handle our OrtSyncStreamImpl
+ * gave ORT). Switching streams and synchronising one run the deferred
+ * device-to-host copies, as the in-order queue they stand for would. */
+#define FBX__OPQ_STREAM_MAGIC 0x5354524Du /* "STRM" */
+struct fbx_backend_stream {
+  uint32_t magic;
+  int64_t id;
+};
+
+static fbx_status *fbx__opq_stream_create(fbx_backend *be, fbx_backend_stream **out) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  *out = fbx_calloc(1, sizeof **out);
+  if (!*out) return FBX_ERR_OOM();
+  pthread_mutex_lock(&c->mu);
+  (*out)->magic = FBX__OPQ_STREAM_MAGIC;
+  (*out)->id = ++c->st.streams;
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+static void fbx__opq_stream_destroy(fbx_backend *be, fbx_backend_stream *s) {
+  if (!s) return;
+  fbx__opq_ctx *c = fbx__opq(be);
+  pthread_mutex_lock(&c->mu);
+  fbx__opq_flush(c); /* waits for the stream's work first */
+  pthread_mutex_unlock(&c->mu);
+  s->magic = 0; /* a dangling handle bound later is refused */
+  fbx_free(s);
+}
+
+static void *fbx__opq_stream_handle(fbx_backend *be, fbx_backend_stream *s) {
+  (void)be;
+  return s;
+}
+
+static fbx_status *fbx__opq_stream_check(const void *h, const char *what) {
+  if (!h || ((const fbx_backend_stream *)h)->magic != FBX__OPQ_STREAM_MAGIC)
+    return FBX_ERR_ARG("opaque: %s: %p is not a stream of an opaque backend", what, h);
+  return NULL;
+}
+
+static fbx_status *fbx__opq_set_stream_u(fbx_backend *be, void *native) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  if (native) FBX_TRY(fbx__opq_stream_check(native, "set_stream"));
+  fbx__opq_flush(c); /* the new queue follows the old one */
+  if (native) c->st.stream_binds++;
+  return NULL;
+}
+
+static fbx_status *fbx__opq_stream_record_u(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev) {
+  FBX_TRY(fbx__opq_stream_check(s, "stream_record"));
+  return ev ? fbx__opq_event_record_u(be, ev) : NULL;
+}
+
+static fbx_status *fbx__opq_stream_wait(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev) {
+  (void)be, (void)ev; /* synchronous work: what the event marks is done */
+  return fbx__opq_stream_check(s, "stream_wait");
+}
+
+static fbx_status *fbx__opq_stream_synchronize_u(fbx_backend *be, fbx_backend_stream *s) {
+  FBX_TRY(fbx__opq_stream_check(s, "stream_synchronize"));
+  fbx__opq_ctx *c = fbx__opq(be);
+  c->st.stream_syncs++;
+  return fbx__opq_synchronize_u(be);
+}
+
+static fbx_status *fbx__opq_set_stream(fbx_backend *be, void *native) {
+  FBX__OPQ_LOCKED(be, fbx__opq_set_stream_u(be, native));
+}
+static fbx_status *fbx__opq_stream_record(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev) {
+  FBX__OPQ_LOCKED(be, fbx__opq_stream_record_u(be, s, ev));
+}
+static fbx_status *fbx__opq_stream_synchronize(fbx_backend *be, fbx_backend_stream *s) {
+  FBX__OPQ_LOCKED(be, fbx__opq_stream_synchronize_u(be, s));
+}
+
 static bool fbx__opq_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tensor *inputs, int n_inputs,
                               const fbx_tensor *outputs, int n_outputs, char *reason, size_t cap) {
   fbx__opq_ctx *c = fbx__opq(be);
@@ -430,6 +514,14 @@ static void fbx__opq_destroy(fbx_backend *be) {
     fbx_free(c);
   }
   fbx_free(be);
+}
+
+static uint64_t fbx__opq_graph_epoch(fbx_backend *be) {
+  fbx__opq_ctx *c = fbx__opq(be);
+  pthread_mutex_lock(&c->mu);
+  uint64_t e = c->epoch;
+  pthread_mutex_unlock(&c->mu);
+  return e;
 }
 
 static const fbx_backend_vtable fbx__opq_vtable = {
@@ -456,11 +548,19 @@ static const fbx_backend_vtable fbx__opq_vtable = {
     .event_record = fbx__opq_event_record,
     .event_wait = fbx__opq_event_wait,
     .event_synchronize = fbx__opq_event_synchronize,
+    .set_stream = fbx__opq_set_stream,
+    .stream_create = fbx__opq_stream_create,
+    .stream_destroy = fbx__opq_stream_destroy,
+    .stream_handle = fbx__opq_stream_handle,
+    .stream_record = fbx__opq_stream_record,
+    .stream_wait = fbx__opq_stream_wait,
+    .stream_synchronize = fbx__opq_stream_synchronize,
     .supports = fbx__opq_supports,
     .graph_begin = fbx__opq_graph_begin,
     .graph_end = fbx__opq_graph_end,
     .graph_launch = fbx__opq_graph_launch,
     .graph_destroy = fbx__opq_graph_destroy,
+    .graph_epoch = fbx__opq_graph_epoch,
 };
 
 fbx_status *fbx_opaque_backend_create(const fbx_opaque_options *opt, fbx_backend **out) {
@@ -491,6 +591,15 @@ bool fbx_opaque_backend_stats(const fbx_backend *be, fbx_opaque_stats *out) {
   fbx__opq_ctx *c = be->ctx;
   pthread_mutex_lock(&c->mu);
   *out = c->st;
+  pthread_mutex_unlock(&c->mu);
+  return true;
+}
+
+bool fbx_opaque_backend_epoch_bump(fbx_backend *be) {
+  if (!be || be->vt != &fbx__opq_vtable) return false;
+  fbx__opq_ctx *c = be->ctx;
+  pthread_mutex_lock(&c->mu);
+  c->epoch++;
   pthread_mutex_unlock(&c->mu);
   return true;
 }

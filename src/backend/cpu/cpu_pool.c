@@ -200,6 +200,16 @@ void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn
     fn(arg, 0, n, 0);
     return;
   }
+  /* Close the previous job's ticket before its fields change. A worker leaving that job may
+   * have read its ticket (every chunk claimed) and not yet compared the index with n_chunks:
+   * against the NEW job's count it would claim a chunk that does not exist, under the old
+   * generation, run the new job's function on it and count it done, so that the caller could
+   * return while a chunk still runs on its stack frame (test_cpu_pool_jobs). A closed ticket
+   * (index 0xffffffff, above any n_chunks) fails that worker's compare-exchange and then its
+   * bounds check. The fence keeps the close ahead of the field stores below. */
+  uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->ticket, ((uint64_t)(uint32_t)(g - 1) << 32) | 0xffffffffull, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
   p->fn = fn;
   p->arg = arg;
   p->n = n;
@@ -207,7 +217,6 @@ void fbx_cpu_pool_for(fbx_cpu_pool *p, int64_t n, int64_t grain, fbx_cpu_task_fn
   p->n_chunks = n_chunks;
   p->name = name;
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-  uint64_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
   atomic_store_explicit(&p->ticket, (uint64_t)(uint32_t)g << 32, memory_order_release);
   atomic_store(&p->gen, g); /* seq_cst: orders the job before the sleeper check */
   if (atomic_load(&p->sleepers) > 0) {

@@ -146,6 +146,36 @@ static void fbx__mp2_task(void *arg, int64_t p0, int64_t p1, int worker) {
   }
 }
 
+/* 2-D AVGPOOL whose every window lies inside the input (no pads, no partial
+ * ceil_mode window, dilation 1): every window has KH*KW inputs, so
+ * count_include_pad does not matter and the generic per-output setup (clipping,
+ * padded counts) is skipped. Same double sums in the same (kh, kw) order and
+ * the same division as fbx__pl_task: identical results. PP-OCR rec's
+ * 480x3x80 -> 480x1x40 pool (kernel 3x2) was ~10 ns per output there. */
+typedef struct fbx__ap2_job {
+  const float *x;
+  float *y;
+  int64_t IH, IW, OH, OW, KH, KW, SH, SW;
+} fbx__ap2_job;
+
+static void fbx__ap2_task(void *arg, int64_t p0, int64_t p1, int worker) {
+  (void)worker;
+  const fbx__ap2_job *j = arg;
+  const double cnt = (double)(j->KH * j->KW);
+  for (int64_t p = p0; p < p1; p++) {
+    const float *x = j->x + p * j->IH * j->IW;
+    float *y = j->y + p * j->OH * j->OW;
+    for (int64_t oh = 0; oh < j->OH; oh++)
+      for (int64_t ow = 0; ow < j->OW; ow++) {
+        const float *w = x + oh * j->SH * j->IW + ow * j->SW;
+        double acc = 0.0;
+        for (int64_t kh = 0; kh < j->KH; kh++)
+          for (int64_t kw = 0; kw < j->KW; kw++) acc += w[kh * j->IW + kw];
+        y[oh * j->OW + ow] = (float)(acc / cnt);
+      }
+  }
+}
+
 static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   fbx_tensor *y = &out[0];
@@ -177,6 +207,12 @@ static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
   }
   if (node->op == FBX_IR_OP_MAXPOOL && n_out > 1 && out[1].data && out[1].dtype == FBX_DTYPE_I64) j.idx = out[1].data;
   int64_t planes = x->dims[0] * x->dims[1];
+  /* an empty output (a window wider than the input: ir_geometry.c gives 0) has nothing to
+   * write, and its data pointer may be NULL */
+  if (fbx_tensor_numel(y) == 0) {
+    info->variant = "pool_empty";
+    return NULL;
+  }
   if (node->op == FBX_IR_OP_MAXPOOL && !j.idx && j.in[0] == 1 && j.out[0] == 1 && j.k[0] == 1 &&
       j.d[1] == 1 && j.d[2] == 1 && j.pb[1] >= 0 && j.pb[2] >= 0) {
     /* padded row: covers [-PL, ...) up to the last tap of the last vector of 8 outputs */
@@ -190,6 +226,16 @@ static fbx_status *fbx__pool(FBX_CPU_KERNEL_ARGS) {
     info->variant = "maxpool2d_avx2";
     int64_t per = j.in[1] * j.in[2];
     fbx_cpu_par(c, planes, 1 + 8192 / (per + 1), fbx__mp2_task, &mj);
+    return NULL;
+  }
+  if (node->op == FBX_IR_OP_AVGPOOL && j.in[0] == 1 && j.out[0] == 1 && j.k[0] == 1 && j.d[1] == 1 &&
+      j.d[2] == 1 && j.pb[1] == 0 && j.pb[2] == 0 && (j.out[1] - 1) * j.s[1] + j.k[1] <= j.in[1] &&
+      (j.out[2] - 1) * j.s[2] + j.k[2] <= j.in[2]) {
+    fbx__ap2_job aj = {.x = j.x, .y = j.y, .IH = j.in[1], .IW = j.in[2], .OH = j.out[1], .OW = j.out[2],
+                       .KH = j.k[1], .KW = j.k[2], .SH = j.s[1], .SW = j.s[2]};
+    info->variant = "avgpool2d_inside";
+    int64_t per = j.out[1] * j.out[2] * j.k[1] * j.k[2];
+    fbx_cpu_par(c, planes, 1 + 8192 / (per + 1), fbx__ap2_task, &aj);
     return NULL;
   }
   info->variant = "pool_direct";
@@ -211,12 +257,25 @@ static void fbx__gp_task(void *arg, int64_t p0, int64_t p1, int worker) {
       float m = -INFINITY;
       for (int64_t i = 0; i < j->S; i++) m = fbx__mp2_max1(m, x[i]);
       j->y[p] = m;
-    } else {
-      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    } else { /* 16 float lanes per chunk of 1024, chunks summed in double (the SE blocks' pools: AVX2) */
+      __m256d acc = _mm256_setzero_pd();
       int64_t i = 0;
-      for (; i + 4 <= j->S; i += 4) { s0 += x[i]; s1 += x[i + 1]; s2 += x[i + 2]; s3 += x[i + 3]; }
-      for (; i < j->S; i++) s0 += x[i];
-      j->y[p] = (float)(((double)s0 + s1 + s2 + s3) / (double)(j->S ? j->S : 1));
+      while (i + 16 <= j->S) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+        int64_t e = i + 1024 < j->S ? i + 1024 : j->S;
+        for (; i + 16 <= e; i += 16) {
+          a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+          a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+        }
+        __m256 a = _mm256_add_ps(a0, a1);
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)),
+                                               _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1))));
+      }
+      double lanes[4], sum = 0;
+      _mm256_storeu_pd(lanes, acc);
+      for (; i < j->S; i++) sum += x[i];
+      sum += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+      j->y[p] = (float)(sum / (double)(j->S ? j->S : 1));
     }
   }
 }

@@ -10,19 +10,15 @@
  * im2col block of one tile of output positions, built and packed by the
  * worker that computes it (1x1 stride 1 pad 0: X rows read in place).
  * Parallel over (batch, group, tile, output-channel block).
- *
- * MATMUL_INT (A, B[, a_zp][, b_zp]) -> int32: numpy batched matmul (the
- * shared MatMul geometry), a_zp scalar or per row of A [M], b_zp scalar or
- * per column of B [N]. Per batch item: B packed into panels, A packed, then
- * the kernel over (row block, panel block). */
+ */
 #include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_qconv_direct.h"
 #include "cpu_qgemm.h"
+#include "cpu_qint.h"
 
-/* Zero point entry i of an optional 8-bit tensor of 1 or n entries. */
-static int32_t fbx__q_zp(const fbx_tensor *in, int n_in, int idx, int64_t i) {
+int32_t fbx_cpu_q_zp(const fbx_tensor *in, int n_in, int idx, int64_t i) {
   if (!fbx_cpu_present(in, n_in, idx)) return 0;
   const fbx_tensor *z = &in[idx];
   int64_t n = fbx_cpu_numel(z);
@@ -30,7 +26,7 @@ static int32_t fbx__q_zp(const fbx_tensor *in, int n_in, int idx, int64_t i) {
   return z->dtype == FBX_DTYPE_I8 ? (int32_t)((const int8_t *)z->data)[j] : (int32_t)((const uint8_t *)z->data)[j];
 }
 
-static fbx_status *fbx__q_zp_check(const char *op, const fbx_tensor *in, int n_in, int idx, fbx_dtype dt, int64_t n,
+fbx_status *fbx_cpu_q_zp_check(const char *op, const fbx_tensor *in, int n_in, int idx, fbx_dtype dt, int64_t n,
                                    const char *what) {
   if (!fbx_cpu_present(in, n_in, idx)) return NULL;
   const fbx_tensor *z = &in[idx];
@@ -41,7 +37,7 @@ static fbx_status *fbx__q_zp_check(const char *op, const fbx_tensor *in, int n_i
   return NULL;
 }
 
-static bool fbx__q_dt(fbx_dtype d) { return d == FBX_DTYPE_U8 || d == FBX_DTYPE_I8; }
+bool fbx_cpu_q_dt(fbx_dtype d) { return d == FBX_DTYPE_U8 || d == FBX_DTYPE_I8; }
 
 /* ======================= CONV_INT ======================= */
 
@@ -135,7 +131,7 @@ static void fbx__qc_task(void *arg, int64_t t0, int64_t t1, int worker) {
     int64_t ybase = (n * j->G * j->Mg + row0) * j->OS + p0;
     fbx_cpu_qg_kernel(j->path, j->ap + (size_t)row0 * (size_t)j->kp * esz, m1 - m0, j->K, j->rs + row0,
                       j->alpha + row0, pan, width, beta, cb, j->y + ybase, j->OS);
-    if (j->epi->pl) /* the block is still in cache: the epilogue turns it into the float output */
+    if (j->epi->prog) /* the block is still in cache: the epilogue turns it into the float output */
       for (int64_t m = 0; m < m1 - m0; m++) fbx_cpu_epi_apply(j->epi, ybase + m * j->OS, ybase + m * j->OS + width, worker);
   }
 }
@@ -149,7 +145,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   if (nd < 1 || nd > 3 || w->rank != x->rank || y->rank != x->rank)
     return FBX_ERR_NOTIMPL("CONV_INT: %d spatial dims (1..3 supported)", nd);
   bool has_epi = node->params.conv.epilogue != NULL;
-  if (!fbx__q_dt(x->dtype) || !fbx__q_dt(w->dtype) || (y->dtype != FBX_DTYPE_I32 && !has_epi))
+  if (!fbx_cpu_q_dt(x->dtype) || !fbx_cpu_q_dt(w->dtype) || (y->dtype != FBX_DTYPE_I32 && !has_epi))
     return FBX_ERR_NOTIMPL("CONV_INT: dtypes %s x %s -> %s (u8/s8 -> int32 only)", fbx_dtype_name(x->dtype),
                            fbx_dtype_name(w->dtype), fbx_dtype_name(y->dtype));
   int64_t kern[3], pads[6], os[3];
@@ -183,15 +179,15 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   j.K = j.Cg * j.KV;
   j.IS = j.in[0] * j.in[1] * j.in[2];
   j.OS = j.out[0] * j.out[1] * j.out[2];
-  FBX_TRY(fbx__q_zp_check("CONV_INT", in, n_in, 2, x->dtype, 1, "x_zero_point"));
-  FBX_TRY(fbx__q_zp_check("CONV_INT", in, n_in, 3, w->dtype, M, "w_zero_point"));
+  FBX_TRY(fbx_cpu_q_zp_check("CONV_INT", in, n_in, 2, x->dtype, 1, "x_zero_point"));
+  FBX_TRY(fbx_cpu_q_zp_check("CONV_INT", in, n_in, 3, w->dtype, M, "w_zero_point"));
   info->flops = 2.0 * (double)j.N * (double)M * (double)j.OS * (double)j.K;
   if (j.N * M * j.OS == 0) return NULL;
   if (j.K == 0) return FBX_ERR_NOTIMPL("CONV_INT: empty reduction (no input channels)");
   j.path = fbx_cpu_qg_best();
   j.x_signed = x->dtype == FBX_DTYPE_I8;
   bool w_signed = w->dtype == FBX_DTYPE_I8;
-  int32_t xz = fbx__q_zp(in, n_in, 2, 0);
+  int32_t xz = fbx_cpu_q_zp(in, n_in, 2, 0);
   j.xz = (uint8_t)xz;
   j.beta = fbx_cpu_qg_ob(j.path, j.x_signed) - xz;
   j.kp = fbx_cpu_qg_kpad(j.path, j.K);
@@ -209,7 +205,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
     FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 4, &out[0], wsb + (size_t)M * sizeof(int32_t) + 64, &vmem, &epi));
     if (!vmem) return FBX_ERR_OOM();
     int32_t *wz = (int32_t *)(void *)((uint8_t *)vmem + wsb);
-    for (int64_t m = 0; m < M; m++) wz[m] = fbx__q_zp(in, n_in, 3, m);
+    for (int64_t m = 0; m < M; m++) wz[m] = fbx_cpu_q_zp(in, n_in, 3, m);
     dp.wz = wz;
     dp.epi = &epi;
     info->variant = "conv_int_direct_vnni512";
@@ -259,7 +255,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   /* W (M, Cg*KV) rows, every group at once: rows are independent */
   fbx_cpu_qg_pack_a(j.path, w->data, j.K, w_signed, M, j.K, ap, rs);
   int oa = fbx_cpu_qg_oa(j.path, w_signed);
-  for (int64_t m = 0; m < M; m++) alpha[m] = oa - fbx__q_zp(in, n_in, 3, m);
+  for (int64_t m = 0; m < M; m++) alpha[m] = oa - fbx_cpu_q_zp(in, n_in, 3, m);
   j.ap = ap;
   j.rs = rs;
   j.alpha = alpha;
@@ -270,127 +266,4 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
                              : "im2col per output tile (padding = x_zero_point) + int GEMM (int32 accumulation, exact)";
   fbx_cpu_par(c, j.N * j.G * j.ntiles * j.mblocks, 1, fbx__qc_task, &j);
   return fbx_cpu_epi_end(&epi);
-}
-
-/* ======================= MATMUL_INT ======================= */
-
-typedef struct fbx__qm_job {
-  fbx_qg_path path;
-  const uint8_t *a, *b; /* this batch item */
-  int32_t *y;
-  int64_t M, N, K, kp, np, mstep, pstep, nmb, npb;
-  bool a_signed, b_signed;
-  uint8_t *ap, *bp;
-  int32_t *rs, *alpha, *cs, *beta, *cb;
-  const uint8_t **rows; /* per worker: K pointers */
-  const fbx_tensor *in;
-  int n_in;
-} fbx__qm_job;
-
-static void fbx__qm_pack_b_task(void *arg, int64_t q0, int64_t q1, int worker) {
-  const fbx__qm_job *j = arg;
-  const uint8_t **rows = j->rows + (size_t)worker * (size_t)j->K;
-  int64_t c0 = q0 * FBX_QG_NR, c1 = q1 * FBX_QG_NR < j->N ? q1 * FBX_QG_NR : j->N;
-  for (int64_t k = 0; k < j->K; k++) rows[k] = j->b + k * j->N + c0;
-  size_t pb = fbx_cpu_qg_panel_bytes(j->path, j->K);
-  fbx_cpu_qg_pack_b(j->path, rows, j->b_signed, j->K, c1 - c0, j->bp + (size_t)q0 * pb, j->cs + c0);
-}
-
-static void fbx__qm_pack_a_task(void *arg, int64_t m0, int64_t m1, int worker) {
-  (void)worker;
-  const fbx__qm_job *j = arg;
-  fbx_cpu_qg_pack_a(j->path, j->a + m0 * j->K, j->K, j->a_signed, m1 - m0, j->K,
-                    j->ap + (size_t)m0 * (size_t)j->kp * fbx_cpu_qg_esz(j->path), j->rs + m0);
-}
-
-static void fbx__qm_task(void *arg, int64_t t0, int64_t t1, int worker) {
-  (void)worker;
-  const fbx__qm_job *j = arg;
-  size_t pb = fbx_cpu_qg_panel_bytes(j->path, j->K), esz = fbx_cpu_qg_esz(j->path);
-  for (int64_t t = t0; t < t1; t++) {
-    int64_t mb = t / j->npb, qb = t % j->npb;
-    int64_t m0 = mb * j->mstep, m1 = m0 + j->mstep < j->M ? m0 + j->mstep : j->M;
-    int64_t q0 = qb * j->pstep, c0 = q0 * FBX_QG_NR, c1 = (q0 + j->pstep) * FBX_QG_NR;
-    if (c1 > j->N) c1 = j->N;
-    if (m1 <= m0 || c1 <= c0) continue;
-    fbx_cpu_qg_kernel(j->path, j->ap + (size_t)m0 * (size_t)j->kp * esz, m1 - m0, j->K, j->rs + m0, j->alpha + m0,
-                      j->bp + (size_t)q0 * pb, c1 - c0, j->beta + c0, j->cb + c0, j->y + m0 * j->N + c0, j->N);
-  }
-}
-
-fbx_status *fbx_cpu_k_MATMUL_INT(FBX_CPU_KERNEL_ARGS) {
-  (void)state;
-  (void)n_out;
-  if (n_in < 2) return FBX_ERR_ARG("MATMUL_INT: needs A and B");
-  const fbx_tensor *A = &in[0], *B = &in[1], *Y = &out[0];
-  if (!fbx__q_dt(A->dtype) || !fbx__q_dt(B->dtype) || Y->dtype != FBX_DTYPE_I32)
-    return FBX_ERR_NOTIMPL("MATMUL_INT: dtypes %s x %s -> %s (u8/s8 -> int32 only)", fbx_dtype_name(A->dtype),
-                           fbx_dtype_name(B->dtype), fbx_dtype_name(Y->dtype));
-  fbx_matmul_geom g;
-  FBX_TRY(fbx_matmul_geom_get(node, A, B, Y, &g));
-  if (g.ta || g.tb) return FBX_ERR_NOTIMPL("MATMUL_INT: transposed operands");
-  FBX_TRY(fbx__q_zp_check("MATMUL_INT", in, n_in, 2, A->dtype, g.M, "a_zero_point"));
-  FBX_TRY(fbx__q_zp_check("MATMUL_INT", in, n_in, 3, B->dtype, g.N, "b_zero_point"));
-  info->flops = 2.0 * (double)g.nbatch * (double)g.M * (double)g.N * (double)g.K;
-  if (g.nbatch * g.M * g.N == 0) return NULL;
-  if (g.K == 0) {
-    memset(Y->data, 0, fbx_tensor_nbytes(Y));
-    return NULL;
-  }
-  fbx__qm_job j;
-  memset(&j, 0, sizeof j);
-  j.path = fbx_cpu_qg_best();
-  j.M = g.M;
-  j.N = g.N;
-  j.K = g.K;
-  j.kp = fbx_cpu_qg_kpad(j.path, g.K);
-  j.np = (g.N + FBX_QG_NR - 1) / FBX_QG_NR;
-  j.a_signed = A->dtype == FBX_DTYPE_I8;
-  j.b_signed = B->dtype == FBX_DTYPE_I8;
-  int64_t nt = c->threads > 1 ? c->threads : 1, NP = j.np * FBX_QG_NR;
-  size_t esz = fbx_cpu_qg_esz(j.path);
-  size_t a_b = ((size_t)(g.M * j.kp) * esz + 63) / 64 * 64;
-  size_t b_b = ((size_t)j.np * fbx_cpu_qg_panel_bytes(j.path, g.K) + 63) / 64 * 64;
-  size_t v_b = (size_t)(2 * g.M + 3 * NP) * sizeof(int32_t);
-  size_t r_b = (size_t)(nt * g.K) * sizeof(void *);
-  uint8_t *mem = fbx_cpu_scratch(c, a_b + b_b + (v_b + 63) / 64 * 64 + r_b);
-  if (!mem) return FBX_ERR_OOM();
-  j.ap = mem;
-  j.bp = mem + a_b;
-  j.rs = (int32_t *)(void *)(mem + a_b + b_b);
-  j.alpha = j.rs + g.M;
-  j.cs = j.alpha + g.M;
-  j.beta = j.cs + NP;
-  j.cb = j.beta + NP;
-  j.rows = (const uint8_t **)(void *)(mem + a_b + b_b + (v_b + 63) / 64 * 64);
-  int oa = fbx_cpu_qg_oa(j.path, j.a_signed), ob = fbx_cpu_qg_ob(j.path, j.b_signed);
-  for (int64_t m = 0; m < g.M; m++) j.alpha[m] = oa - fbx__q_zp(in, n_in, 2, m);
-  for (int64_t n = 0; n < NP; n++) j.beta[n] = ob - (n < g.N ? fbx__q_zp(in, n_in, 3, n) : 0);
-  /* work split: row blocks of 8 x panel blocks, about 4 units per thread */
-  j.mstep = g.M <= 8 ? g.M : ((g.M + 2 * nt - 1) / (2 * nt) + 7) / 8 * 8;
-  if (j.mstep < 8 && g.M > 8) j.mstep = 8;
-  j.nmb = (g.M + j.mstep - 1) / j.mstep;
-  j.pstep = j.nmb >= 2 * nt ? j.np : (j.np + 2 * nt - 1) / (2 * nt);
-  if (j.pstep < 1) j.pstep = 1;
-  j.npb = (j.np + j.pstep - 1) / j.pstep;
-  info->variant = j.path == FBX_QG_VNNI ? "matmul_int_vnni512" : j.path == FBX_QG_AVX2 ? "matmul_int_avx2"
-                                                                                     : "matmul_int_scalar";
-  info->reason = "B packed into 16-column panels per batch item + int GEMM (int32 accumulation, exact)";
-  int64_t last_ob = -1;
-  for (int64_t bi = 0; bi < g.nbatch; bi++) {
-    int64_t oa_i, ob_i;
-    fbx_matmul_geom_batch(&g, bi, &oa_i, &ob_i);
-    j.a = (const uint8_t *)A->data + oa_i * g.M * g.K;
-    j.b = (const uint8_t *)B->data + ob_i * g.K * g.N;
-    j.y = (int32_t *)Y->data + bi * g.M * g.N;
-    if (ob_i != last_ob) { /* B (and its column sums) packed once per distinct B matrix */
-      fbx_cpu_par(c, j.np, 1, fbx__qm_pack_b_task, &j);
-      for (int64_t n = 0; n < NP; n++)
-        j.cb[n] = (int32_t)((uint32_t)j.cs[n] + (uint32_t)g.K * (uint32_t)j.beta[n]);
-      last_ob = ob_i;
-    }
-    fbx_cpu_par(c, g.M, 64, fbx__qm_pack_a_task, &j);
-    fbx_cpu_par(c, j.nmb * j.npb, 1, fbx__qm_task, &j);
-  }
-  return NULL;
 }

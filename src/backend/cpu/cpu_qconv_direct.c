@@ -140,7 +140,7 @@ static FBX__QD_TGT void fbx__qd_task(void *arg, int64_t t0, int64_t t1, int work
         }
       }
     }
-    if (p->epi && p->epi->pl)
+    if (p->epi && p->epi->prog)
       for (int r = 0; r < mr; r++) {
         int64_t b = ((j->n * p->M + m0 + r) * p->OH + oy) * p->OW;
         fbx_cpu_epi_apply(p->epi, b, b + p->OW, worker);

@@ -3,6 +3,7 @@
  * uint32 (wrapping, so no signed overflow) and read back as int32. */
 #include "cpu_qgemm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,9 +94,38 @@ static void fbx__qg_pack_b_scalar(const uint8_t *const *rows, bool b_signed, int
   }
 }
 
+float fbx_cpu_qg_out_apply1(const fbx_qg_out *o, float v, int64_t m, int64_t n) {
+  float sl[FBX_QG_OUT_SLOTS] = {0};
+  for (int s = 0; s < o->n_steps; s++) {
+    int st = o->step[s].src;
+    if (o->step[s].kind == FBX_QG_OUT_SAVE) {
+      sl[o->step[s].slot] = v;
+      continue;
+    }
+    if (o->step[s].kind == FBX_QG_OUT_ERF) {
+      v = erff(v);
+      continue;
+    }
+    float k = st == FBX_QG_OUT_SLOT     ? sl[o->step[s].slot]
+              : st == FBX_QG_OUT_TENSOR ? o->step[s].p[m * o->ldt + n]
+              : st == FBX_QG_OUT_SCALAR ? o->step[s].p[0]
+                                        : o->step[s].p[n];
+    switch (o->step[s].op) {
+      case FBX_QG_OUT_MUL: v = v * k; break;
+      case FBX_QG_OUT_ADD: v = v + k; break;
+      case FBX_QG_OUT_SUB: v = v - k; break;
+      case FBX_QG_OUT_RSUB: v = k - v; break;
+      case FBX_QG_OUT_DIV: v = v / k; break;
+      default: v = k / v; break;
+    }
+    __asm__("" : "+x"(v)); /* no contraction of a Mul and an Add into an FMA (-mfma builds) */
+  }
+  return v;
+}
+
 static void fbx__qg_kernel_scalar(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                                   const void *panels, int64_t width, const int32_t *beta, const int32_t *cb,
-                                  int32_t *y, int64_t ldy) {
+                                  int32_t *y, int64_t ldy, const fbx_qg_out *o) {
   int64_t kp = fbx_cpu_qg_kpad(FBX_QG_SCALAR, K);
   for (int64_t m = 0; m < M; m++) {
     const int16_t *a = (const int16_t *)ap + m * kp;
@@ -106,7 +136,12 @@ static void fbx__qg_kernel_scalar(const void *ap, int64_t M, int64_t K, const in
       for (int64_t k = 0; k < kp; k++)
         acc += (uint32_t)((int32_t)a[k] * (int32_t)pan[((k / 2) * FBX_QG_NR + j) * 2 + (k & 1)]);
       acc += (uint32_t)beta[n] * (uint32_t)rs[m] + (uint32_t)alpha[m] * (uint32_t)cb[n];
-      y[m * ldy + n] = (int32_t)acc;
+      if (o) {
+        float f = fbx_cpu_qg_out_apply1(o, (float)(int32_t)acc, m, n);
+        memcpy(&y[m * ldy + n], &f, sizeof f);
+      } else {
+        y[m * ldy + n] = (int32_t)acc;
+      }
     }
   }
 }
@@ -120,12 +155,18 @@ void fbx_cpu_qg_pack_b(fbx_qg_path p, const uint8_t *const *rows, bool b_signed,
   }
 }
 
+void fbx_cpu_qg_kernel_out(fbx_qg_path p, const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                           const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                           int64_t ldy, const fbx_qg_out *o) {
+  switch (p) {
+    case FBX_QG_VNNI: fbx__qg_kernel_vnni(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
+    case FBX_QG_AVX2: fbx__qg_kernel_avx2(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
+    default: fbx__qg_kernel_scalar(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
+  }
+}
+
 void fbx_cpu_qg_kernel(fbx_qg_path p, const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                        const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
                        int64_t ldy) {
-  switch (p) {
-    case FBX_QG_VNNI: fbx__qg_kernel_vnni(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy); return;
-    case FBX_QG_AVX2: fbx__qg_kernel_avx2(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy); return;
-    default: fbx__qg_kernel_scalar(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy); return;
-  }
+  fbx_cpu_qg_kernel_out(p, ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, NULL);
 }

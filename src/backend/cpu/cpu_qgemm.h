@@ -64,16 +64,47 @@ void fbx_cpu_qg_kernel(fbx_qg_path p, const void *ap, int64_t M, int64_t K, cons
                        const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
                        int64_t ldy);
 
+/* A float epilogue done in registers before the store (MATMUL_INT's Cast -> Mul(scale) -> Add(bias)
+ * [-> Add(residual)] [-> Erf Gelu] chain): V = (float)acc, then the steps in order, each op rounded
+ * to float32 on its own (no fused multiply-add: the bits of ORT's separate Mul and Add), and the
+ * float V stored over the int32 (y reinterpreted as float, same ldy). Steps: BIN: V = V op src (or
+ * src op V for RSUB / RDIV); SAVE: S[slot] = V; ERF: V = erf(V) (fbx__erf256; the scalar path erff).
+ * A BIN's src: COL: p[n], TENSOR: p[m * ldt + n] (both width entries per row, already offset to the
+ * block's first row / column), SCALAR: p[0], or SLOT: S[slot]. */
+#define FBX_QG_OUT_MAX_STEPS 16
+#define FBX_QG_OUT_SLOTS 3
+typedef enum fbx_qg_out_kind { FBX_QG_OUT_BIN = 0, FBX_QG_OUT_SAVE, FBX_QG_OUT_ERF } fbx_qg_out_kind;
+typedef enum fbx_qg_out_op {
+  FBX_QG_OUT_MUL = 0, FBX_QG_OUT_ADD, FBX_QG_OUT_SUB, FBX_QG_OUT_RSUB, FBX_QG_OUT_DIV, FBX_QG_OUT_RDIV
+} fbx_qg_out_op;
+typedef enum fbx_qg_out_src { FBX_QG_OUT_COL = 0, FBX_QG_OUT_TENSOR, FBX_QG_OUT_SLOT, FBX_QG_OUT_SCALAR } fbx_qg_out_src;
+typedef struct fbx_qg_out {
+  int n_steps;
+  struct { uint8_t kind, op, src, slot; const float *p; } step[FBX_QG_OUT_MAX_STEPS];
+  int64_t ldt;
+} fbx_qg_out;
+/* Whether step s of o reads p at an offset of the block (COL, TENSOR). */
+static inline bool fbx_cpu_qg_out_moves(const fbx_qg_out *o, int s) {
+  return o->step[s].kind == FBX_QG_OUT_BIN && (o->step[s].src == FBX_QG_OUT_COL || o->step[s].src == FBX_QG_OUT_TENSOR);
+}
+
+/* fbx_cpu_qg_kernel with the float epilogue o (NULL: the int32 store). */
+void fbx_cpu_qg_kernel_out(fbx_qg_path p, const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+                           const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                           int64_t ldy, const fbx_qg_out *o);
+/* One value of the epilogue in scalar form (v: the accumulator as float; the scalar path and tests). */
+float fbx_cpu_qg_out_apply1(const fbx_qg_out *o, float v, int64_t m, int64_t n);
+
 /* Path internals (cpu_qgemm_avx2.c / cpu_qgemm_vnni.c). */
 void fbx__qg_pack_b_avx2(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width, void *panels,
                          int32_t *cs);
 void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                          const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
-                         int64_t ldy);
+                         int64_t ldy, const fbx_qg_out *o);
 void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width, void *panels,
                          int32_t *cs);
 void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                          const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
-                         int64_t ldy);
+                         int64_t ldy, const fbx_qg_out *o);
 
 #endif

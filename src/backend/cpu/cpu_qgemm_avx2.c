@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cpu_qgemm.h"
+#include "cpu_simd.h"
 
 #define FBX__QA_TGT __attribute__((target("avx2")))
 
@@ -50,9 +51,58 @@ FBX__QA_TGT void fbx__qg_pack_b_avx2(const uint8_t *const *rows, bool b_signed, 
   }
 }
 
+/* The float epilogue of cpu_qgemm.h on the first min(w, 16) accumulators t of row r; written as
+ * float over the int32 output yr. The empty asm after each op keeps a Mul and an Add apart (no FMA). */
+static FBX__QA_TGT void fbx__qa_out(const fbx_qg_out *o, const int32_t *t, int64_t r, int64_t w, int32_t *yr) {
+  int64_t n = w < FBX_QG_NR ? w : FBX_QG_NR;
+  float buf[FBX_QG_NR];
+  for (int h = 0; h < 2; h++) {
+    __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(t + 8 * h))), sl[FBX_QG_OUT_SLOTS];
+    for (int s = 0; s < o->n_steps; s++) {
+      int kind = o->step[s].kind, src = o->step[s].src;
+      if (kind == FBX_QG_OUT_SAVE) {
+        sl[o->step[s].slot] = v;
+        continue;
+      }
+      if (kind == FBX_QG_OUT_ERF) {
+        v = fbx__erf256(v);
+        continue;
+      }
+      __m256 k;
+      if (src == FBX_QG_OUT_SLOT) {
+        k = sl[o->step[s].slot];
+      } else if (src == FBX_QG_OUT_SCALAR) {
+        k = _mm256_set1_ps(o->step[s].p[0]);
+      } else { /* COL, TENSOR: only n entries of the row are readable */
+        const float *p = o->step[s].p + 8 * h + (src == FBX_QG_OUT_TENSOR ? r * o->ldt : 0);
+        int64_t nh = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h;
+        if (nh == 8) {
+          k = _mm256_loadu_ps(p);
+        } else {
+          float kt[8];
+          memset(kt, 0, sizeof kt);
+          memcpy(kt, p, (size_t)nh * sizeof(float));
+          k = _mm256_loadu_ps(kt);
+        }
+      }
+      switch (o->step[s].op) {
+        case FBX_QG_OUT_MUL: v = _mm256_mul_ps(v, k); break;
+        case FBX_QG_OUT_ADD: v = _mm256_add_ps(v, k); break;
+        case FBX_QG_OUT_SUB: v = _mm256_sub_ps(v, k); break;
+        case FBX_QG_OUT_RSUB: v = _mm256_sub_ps(k, v); break;
+        case FBX_QG_OUT_DIV: v = _mm256_div_ps(v, k); break;
+        default: v = _mm256_div_ps(k, v); break;
+      }
+      __asm__("" : "+x"(v));
+    }
+    _mm256_storeu_ps(buf + 8 * h, v);
+  }
+  memcpy(yr, buf, (size_t)n * sizeof(float));
+}
+
 static inline __attribute__((always_inline)) FBX__QA_TGT void
 fbx__qa_block(const int MR, const int16_t *a, int64_t kp, const int32_t *rs, const int32_t *alpha, const int16_t *pan,
-              int64_t w, const int32_t *beta, const int32_t *cb, int32_t *y, int64_t ldy) {
+              int64_t w, const int32_t *beta, const int32_t *cb, int32_t *y, int64_t ldy, const fbx_qg_out *o) {
   __m256i c0[6], c1[6];
   _Pragma("GCC unroll 6") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_si256();
   for (int64_t k = 0; k < kp; k += 2) {
@@ -73,6 +123,13 @@ fbx__qa_block(const int MR, const int16_t *a, int64_t kp, const int32_t *rs, con
     __m256i v0 = _mm256_add_epi32(c0[r], _mm256_add_epi32(_mm256_mullo_epi32(be0, vr), _mm256_mullo_epi32(cb0, va)));
     __m256i v1 = _mm256_add_epi32(c1[r], _mm256_add_epi32(_mm256_mullo_epi32(be1, vr), _mm256_mullo_epi32(cb1, va)));
     int32_t *yr = y + r * ldy;
+    if (o) {
+      int32_t t[FBX_QG_NR];
+      _mm256_storeu_si256((__m256i *)t, v0);
+      _mm256_storeu_si256((__m256i *)(t + 8), v1);
+      fbx__qa_out(o, t, r, w, yr);
+      continue;
+    }
     if (w >= FBX_QG_NR) {
       _mm256_storeu_si256((__m256i *)yr, v0);
       _mm256_storeu_si256((__m256i *)(yr + 8), v1);
@@ -87,7 +144,7 @@ fbx__qa_block(const int MR, const int16_t *a, int64_t kp, const int32_t *rs, con
 
 FBX__QA_TGT void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                                      const void *panels, int64_t width, const int32_t *beta, const int32_t *cb,
-                                     int32_t *y, int64_t ldy) {
+                                     int32_t *y, int64_t ldy, const fbx_qg_out *o) {
   int64_t kp = fbx_cpu_qg_kpad(FBX_QG_AVX2, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
   const int16_t *A = ap;
   for (int64_t m = 0; m < M; m += 6) {
@@ -97,9 +154,16 @@ FBX__QA_TGT void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const
       int64_t c0 = q * FBX_QG_NR, w = width - c0;
       const int16_t *a = A + m * kp;
       int32_t *yy = y + m * ldy + c0;
+      fbx_qg_out ob, *oo = NULL; /* the epilogue's operands moved to this block */
+      if (o) {
+        ob = *o;
+        for (int s = 0; s < ob.n_steps; s++)
+          if (fbx_cpu_qg_out_moves(&ob, s)) ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? m * ob.ldt + c0 : c0;
+        oo = &ob;
+      }
       switch (mr) {
 #define FBX__QA_CASE(R) \
-  case R: fbx__qa_block(R, a, kp, rs + m, alpha + m, pan, w, beta + c0, cb + c0, yy, ldy); break;
+  case R: fbx__qa_block(R, a, kp, rs + m, alpha + m, pan, w, beta + c0, cb + c0, yy, ldy, oo); break;
         FBX__QA_CASE(1) FBX__QA_CASE(2) FBX__QA_CASE(3) FBX__QA_CASE(4) FBX__QA_CASE(5) FBX__QA_CASE(6)
 #undef FBX__QA_CASE
       }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu_qgemm.h"
+#include "cpu_simd.h"
 
 #define FBX__QV_TGT __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -46,10 +47,49 @@ FBX__QV_TGT void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, 
   }
 }
 
+/* The float epilogue of cpu_qgemm.h on one vector (row r, columns col .. col+15, mask mk). The
+ * empty asm after each op keeps the compiler from contracting a Mul and an Add into one FMA; Erf
+ * runs as two 8-lane halves (fbx__erf256, the interpreter's). */
+static inline __attribute__((always_inline)) FBX__QV_TGT __m512 fbx__qv_out(const fbx_qg_out *o, __m512i acc,
+                                                                            int64_t r, int64_t col, __mmask16 mk) {
+  __m512 v = _mm512_cvtepi32_ps(acc), sl[FBX_QG_OUT_SLOTS];
+  for (int s = 0; s < o->n_steps; s++) {
+    int kind = o->step[s].kind, src = o->step[s].src;
+    if (kind == FBX_QG_OUT_SAVE) {
+      sl[o->step[s].slot] = v;
+      continue;
+    }
+    if (kind == FBX_QG_OUT_ERF) {
+      __m256 lo = fbx__erf256(_mm512_castps512_ps256(v));
+      __m256 hi = fbx__erf256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      v = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+      continue;
+    }
+    __m512 k = src == FBX_QG_OUT_SLOT     ? sl[o->step[s].slot]
+               : src == FBX_QG_OUT_TENSOR ? _mm512_maskz_loadu_ps(mk, o->step[s].p + col + r * o->ldt)
+               : src == FBX_QG_OUT_SCALAR ? _mm512_set1_ps(o->step[s].p[0])
+                                          : _mm512_maskz_loadu_ps(mk, o->step[s].p + col);
+    switch (o->step[s].op) {
+      case FBX_QG_OUT_MUL: v = _mm512_mul_ps(v, k); break;
+      case FBX_QG_OUT_ADD: v = _mm512_add_ps(v, k); break;
+      case FBX_QG_OUT_SUB: v = _mm512_sub_ps(v, k); break;
+      case FBX_QG_OUT_RSUB: v = _mm512_sub_ps(k, v); break;
+      case FBX_QG_OUT_DIV: v = _mm512_div_ps(v, k); break;
+      default: v = _mm512_div_ps(k, v); break;
+    }
+    __asm__("" : "+v"(v));
+  }
+  return v;
+}
+
+/* acc += u8 x s8 (vpdpbusd) with the accumulator tied to its register: through the intrinsic, GCC 12
+ * copied all 16 accumulators of the 8x32 block to other registers every k step (and spilled two). */
+#define FBX__QV_DPBUSD(acc, u8, s8) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8))
+
 static inline __attribute__((always_inline)) FBX__QV_TGT void
 fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const int32_t *rs, const int32_t *alpha,
               const uint8_t *p0, const uint8_t *p1, int64_t w, const int32_t *beta, const int32_t *cb, int32_t *y,
-              int64_t ldy) {
+              int64_t ldy, const fbx_qg_out *o) {
   __m512i c0[8], c1[8];
   _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_si512();
   for (int64_t k = 0; k < kp; k += 4) {
@@ -59,8 +99,8 @@ fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const in
       int32_t q;
       memcpy(&q, a + r * kp + k, 4);
       __m512i av = _mm512_set1_epi32(q);
-      c0[r] = _mm512_dpbusd_epi32(c0[r], b0, av);
-      if (NP == 2) c1[r] = _mm512_dpbusd_epi32(c1[r], b1, av);
+      FBX__QV_DPBUSD(c0[r], b0, av);
+      if (NP == 2) FBX__QV_DPBUSD(c1[r], b1, av);
     }
   }
   _Pragma("GCC unroll 2") for (int h = 0; h < NP; h++) {
@@ -71,14 +111,32 @@ fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const in
       __m512i acc = h ? c1[r] : c0[r];
       __m512i v = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs[r])),
                                                          _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha[r]))));
-      _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
+      if (o)
+        _mm512_mask_storeu_ps(y + r * ldy + h * FBX_QG_NR, mk, fbx__qv_out(o, v, r, h * FBX_QG_NR, mk));
+      else
+        _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
     }
   }
 }
 
+/* One out-of-line function per block shape (16 small functions behind the switch instead of one
+ * that inlines all of them). */
+#define FBX__QV_FN(R, NPV)                                                                                  \
+  static __attribute__((noinline)) FBX__QV_TGT void fbx__qv_b##R##_##NPV(                                   \
+      const uint8_t *a, int64_t kp, const int32_t *rs, const int32_t *alpha, const uint8_t *p0,             \
+      const uint8_t *p1, int64_t w, const int32_t *beta, const int32_t *cb, int32_t *y, int64_t ldy,        \
+      const fbx_qg_out *o) {                                                                                \
+    fbx__qv_block(R, NPV, a, kp, rs, alpha, p0, p1, w, beta, cb, y, ldy, o);                                \
+  }
+FBX__QV_FN(1, 1) FBX__QV_FN(2, 1) FBX__QV_FN(3, 1) FBX__QV_FN(4, 1)
+FBX__QV_FN(5, 1) FBX__QV_FN(6, 1) FBX__QV_FN(7, 1) FBX__QV_FN(8, 1)
+FBX__QV_FN(1, 2) FBX__QV_FN(2, 2) FBX__QV_FN(3, 2) FBX__QV_FN(4, 2)
+FBX__QV_FN(5, 2) FBX__QV_FN(6, 2) FBX__QV_FN(7, 2) FBX__QV_FN(8, 2)
+#undef FBX__QV_FN
+
 FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                                      const void *panels, int64_t width, const int32_t *beta, const int32_t *cb,
-                                     int32_t *y, int64_t ldy) {
+                                     int32_t *y, int64_t ldy, const fbx_qg_out *o) {
   int64_t kp = fbx_cpu_qg_kpad(FBX_QG_VNNI, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
   size_t pb = (size_t)kp * FBX_QG_NR;
   const uint8_t *A = ap, *P = panels;
@@ -89,10 +147,17 @@ FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const
       int64_t c0 = q * FBX_QG_NR, w = width - c0;
       const uint8_t *p0 = P + (size_t)q * pb, *p1 = p0 + pb;
       int32_t *yy = y + m * ldy + c0;
+      fbx_qg_out ob, *oo = NULL; /* the epilogue's operands moved to this block */
+      if (o) {
+        ob = *o;
+        for (int s = 0; s < ob.n_steps; s++)
+          if (fbx_cpu_qg_out_moves(&ob, s)) ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? m * ob.ldt + c0 : c0;
+        oo = &ob;
+      }
       if (q + 1 < np) {
         switch (mr) {
 #define FBX__QV_CASE(R) \
-  case R: fbx__qv_block(R, 2, a, kp, rs + m, alpha + m, p0, p1, w, beta + c0, cb + c0, yy, ldy); break;
+  case R: fbx__qv_b##R##_2(a, kp, rs + m, alpha + m, p0, p1, w, beta + c0, cb + c0, yy, ldy, oo); break;
           FBX__QV_CASE(1) FBX__QV_CASE(2) FBX__QV_CASE(3) FBX__QV_CASE(4)
           FBX__QV_CASE(5) FBX__QV_CASE(6) FBX__QV_CASE(7) FBX__QV_CASE(8)
 #undef FBX__QV_CASE
@@ -100,7 +165,7 @@ FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const
       } else {
         switch (mr) {
 #define FBX__QV_CASE(R) \
-  case R: fbx__qv_block(R, 1, a, kp, rs + m, alpha + m, p0, p0, w, beta + c0, cb + c0, yy, ldy); break;
+  case R: fbx__qv_b##R##_1(a, kp, rs + m, alpha + m, p0, p0, w, beta + c0, cb + c0, yy, ldy, oo); break;
           FBX__QV_CASE(1) FBX__QV_CASE(2) FBX__QV_CASE(3) FBX__QV_CASE(4)
           FBX__QV_CASE(5) FBX__QV_CASE(6) FBX__QV_CASE(7) FBX__QV_CASE(8)
 #undef FBX__QV_CASE

@@ -240,6 +240,18 @@ fbx_status *fbx_cpu_k_CUMSUM(FBX_CPU_KERNEL_ARGS) {
   fbx_tensor *y = &out[0];
   int axis = node->params.cumsum.axis;
   if (axis < 0 || axis >= x->rank) return FBX_ERR_ARG("CUMSUM: axis %d", axis);
+  /* in[1], when given: the ONNX axis known only at run time (onnx_ops_reduce.c puts it on
+   * the last-axis CUMSUM of its Where chain, which is what an out-of-range axis would
+   * select). ONNX allows [-rank, rank); outside it the run fails, as ORT's does, instead of
+   * returning the last axis' sum. A scalar or 1-element int32/int64 tensor. */
+  if (n_in > 1 && in[1].data) {
+    const fbx_tensor *a = &in[1];
+    if (fbx_tensor_numel(a) != 1 || (a->dtype != FBX_DTYPE_I64 && a->dtype != FBX_DTYPE_I32))
+      return FBX_ERR_ARG("CumSum: axis must be one int32/int64 value");
+    int64_t v = a->dtype == FBX_DTYPE_I64 ? *(const int64_t *)a->data : *(const int32_t *)a->data;
+    if (v < -(int64_t)x->rank || v >= x->rank)
+      return FBX_ERR_ARG("CumSum: axis %lld out of range for rank %d", (long long)v, x->rank);
+  }
   int64_t A = x->dims[axis], outer = 1, inner = 1;
   for (int d = 0; d < axis; d++) outer *= x->dims[d];
   for (int d = axis + 1; d < x->rank; d++) inner *= x->dims[d];

@@ -3,6 +3,30 @@
 #define FBX_BACKEND_CPU_SIMD_H
 
 #include <immintrin.h>
+#include <stdint.h>
+
+/* dst[i*ldd + c] = src[c*lds + i] for an 8x8 float block, in registers (the
+ * GEMMs' packing of transposed operands). */
+static inline void fbx__transpose8x8_ps(const float *src, int64_t lds, float *dst, int64_t ldd) {
+  __m256 v[8], t[8];
+  for (int i = 0; i < 8; i++) v[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    v[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  /* v[c], c < 4: element c of source rows 0..3 (low lane) and element c+4 (high
+   * lane); v[c+4]: the same for source rows 4..7 */
+  for (int c = 0; c < 4; c++) {
+    _mm256_storeu_ps(dst + c * ldd, _mm256_permute2f128_ps(v[c], v[c + 4], 0x20));
+    _mm256_storeu_ps(dst + (c + 4) * ldd, _mm256_permute2f128_ps(v[c], v[c + 4], 0x31));
+  }
+}
 
 /* exp(x) for 8 floats: n = round(x / ln2), r = x - n ln2 (|r| <= ln2/2,
  * two-constant Cody-Waite), e^r by the Cephes degree-6 polynomial, then
@@ -45,6 +69,43 @@ static inline __m256 fbx__exp256(__m256 x) {
 static inline __m256 fbx__exp256_ftz(__m256 x) {
   __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3365447504f), _CMP_LT_OQ);
   return _mm256_andnot_ps(tiny, fbx__exp256(x));
+}
+
+/* erf(x) for 8 floats, on |x| with the sign copied back:
+ *   |x| < 0.875:        erf = x + x * R(x^2), R a degree-7 fit of erf(x)/x - 1 (the last step one FMA);
+ *   0.875 <= |x| < 3.95: erf = 1 - exp(Q(|x|)), Q a degree-10 fit of log(erfc(x)) (weighted by erfc/erf,
+ *                        the weight of its error in erf), exp = fbx__exp256;
+ *   |x| >= 3.95:         1 (erf rounds to 1 in float from 3.92 on).
+ * Coefficients: weighted least-squares fits in double over Chebyshev nodes of each interval (numpy,
+ * relative error for R). erf(-0) = -0, erf(+-inf) = +-1, NaN -> NaN. Max error 0.98 ulp (measured by
+ * tests/backend/test_cpu_math_ulp.c; glibc's erff: 0.88). */
+static inline __m256 fbx__erf256(__m256 x) {
+  const __m256 sgn = _mm256_set1_ps(-0.f), one = _mm256_set1_ps(1.f);
+  __m256 ax = _mm256_andnot_ps(sgn, x), s = _mm256_mul_ps(x, x);
+  __m256 r = _mm256_set1_ps(-1.0713973653e-05f);
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.1566204516e-04f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-8.5179291301e-04f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(5.2229236664e-03f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-2.6865972916e-02f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.1283789881e-01f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-3.7612638845e-01f));
+  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.2837916709e-01f));
+  __m256 small = _mm256_fmadd_ps(x, r, x);
+  __m256 q = _mm256_set1_ps(-3.8737065833e-07f);
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(8.0580487822e-06f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-7.2741810827e-05f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(3.5489135084e-04f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-8.0002279715e-04f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.4762803561e-03f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(2.1152449933e-02f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.0438564980e-01f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-6.3579047091e-01f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.1286288381e+00f));
+  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(3.3481911373e-05f));
+  __m256 big = _mm256_sub_ps(one, fbx__exp256(q));
+  big = _mm256_blendv_ps(big, one, _mm256_cmp_ps(ax, _mm256_set1_ps(3.95f), _CMP_GE_OQ));
+  big = _mm256_or_ps(big, _mm256_and_ps(x, sgn)); /* big >= 0 (or NaN): the sign of x */
+  return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.875f), _CMP_LT_OQ));
 }
 
 static inline float fbx__hsum256(__m256 v) {

@@ -3,6 +3,7 @@
  * library's one exported entry point (cuda_abi.h). This is the only file
  * that fills fbx_backend_vtable, so a growing table (streams, events, buffer
  * types, supports) is adapted here. */
+#include <stdlib.h>
 #include <dlfcn.h>
 #include <string.h>
 
@@ -188,6 +189,12 @@ static fbx_status *fbx__cuda_copy_from_host_async(fbx_backend *be, void *dst, co
   return fbx__cuda_copy(be, dst, src, bytes, cudaMemcpyHostToDevice, false, "copy host to device");
 }
 
+/* Enqueued; into pageable memory CUDA returns once the data has arrived, into pinned memory at once
+ * (the caller reads after a synchronize or an event). */
+static fbx_status *fbx__cuda_copy_to_host_async(fbx_backend *be, void *dst, const void *src, size_t bytes) {
+  return fbx__cuda_copy(be, dst, src, bytes, cudaMemcpyDeviceToHost, false, "copy device to host");
+}
+
 static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, void *state, const fbx_tensor *inputs,
                                       int n_inputs, fbx_tensor *outputs, int n_outputs, fbx_kernel_info *info) {
   fbx_cuda_ctx *c = fbx__ctx(be);
@@ -208,6 +215,15 @@ static fbx_status *fbx__cuda_run_node(fbx_backend *be, const fbx_ir_node *node, 
   return st;
 }
 
+fbx_status *fbx_cuda_err_code_status(int code, const char *when) {
+  const char *what = code == FBX_CUDA_ERR_GQA
+                         ? "GQA: seqlens_k / total_sequence_length do not fit the sequence, the past or present cache, "
+                           "or the cos/sin cache"
+                     : code == FBX_CUDA_ERR_ROPE ? "ROTARY: position outside the cos/sin cache"
+                                                 : "GATHER: index out of range";
+  return FBX_ERR_ARG("device 'cuda': %s%s", what, when ? when : "");
+}
+
 static fbx_status *fbx__cuda_synchronize(fbx_backend *be) {
   fbx_cuda_ctx *c = fbx__ctx(be);
   fbx_cuda_lock(c); /* waits out another thread's capture */
@@ -219,11 +235,8 @@ static fbx_status *fbx__cuda_synchronize(fbx_backend *be) {
     int code = *c->err_host;
     *c->err_host = 0;
     cudaMemsetAsync(c->err_flag, 0, sizeof(int), c->stream);
-    st = code == FBX_CUDA_ERR_GQA
-             ? FBX_ERR_ARG("device 'cuda': GQA: seqlens_k / total_sequence_length do not fit the sequence, the "
-                           "past or present cache, or the cos/sin cache")
-         : code == FBX_CUDA_ERR_ROPE ? FBX_ERR_ARG("device 'cuda': ROTARY: position outside the cos/sin cache")
-                                     : FBX_ERR_ARG("device 'cuda': GATHER: index out of range");
+    if (c->err_async) *c->err_async = 0; /* cuda_stream.c's copy of the same flag: reported here */
+    st = fbx_cuda_err_code_status(code, NULL);
   }
   pthread_mutex_unlock(&c->lock);
   return st;
@@ -243,6 +256,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
   if (c) {
     cudaSetDevice(c->device);
     if (c->stream) cudaStreamSynchronize(c->stream);
+    fbx_cuda_stream_fini(c);
     for (size_t i = 0; i < c->n_slots; i++)
       if (c->slots[i].p) cudaFree(c->slots[i].p);  /* buffers the engine did not free */
     fbx_free(c->slots);
@@ -256,6 +270,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     cudaFree(c->scratch);
     cudaFree(c->err_flag);
     if (c->err_host) cudaFreeHost(c->err_host);
+    if (c->err_async) cudaFreeHost(c->err_async);
     if (c->stream) cudaStreamDestroy(c->stream);
     pthread_cond_destroy(&c->capture_done);
     pthread_mutex_destroy(&c->lock);
@@ -298,10 +313,24 @@ static const fbx_backend_vtable fbx__cuda_vtable = {
     .host_alloc = fbx__cuda_host_alloc,
     .host_free = fbx__cuda_host_free,
     .copy_from_host_async = fbx__cuda_copy_from_host_async,
+    .copy_to_host_async = fbx__cuda_copy_to_host_async,
+    .event_create = fbx_cuda_event_create, /* cuda_stream.c: events, streams for ORT, set_stream */
+    .event_destroy = fbx_cuda_event_destroy,
+    .event_record = fbx_cuda_event_record,
+    .event_wait = fbx_cuda_event_wait,
+    .event_synchronize = fbx_cuda_event_synchronize,
+    .set_stream = fbx_cuda_set_stream,
+    .stream_create = fbx_cuda_stream_create,
+    .stream_destroy = fbx_cuda_stream_destroy,
+    .stream_handle = fbx_cuda_stream_handle,
+    .stream_record = fbx_cuda_stream_record,
+    .stream_wait = fbx_cuda_stream_wait,
+    .stream_synchronize = fbx_cuda_stream_synchronize,
     .graph_begin = fbx_cuda_graph_begin,
     .graph_end = fbx_cuda_graph_end,
     .graph_launch = fbx_cuda_graph_launch,
     .graph_destroy = fbx_cuda_graph_destroy,
+    .graph_epoch = fbx_cuda_graph_epoch,
     .mem_info = fbx_cuda_mem_info,
     .obs = &fbx_cuda_obs, /* cuda_cupti.c */
 };
@@ -335,6 +364,8 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   c->device = opt->device_id;
   c->tf32 = opt->tf32;
   c->lt_ws_size = FBX__CUDA_WS_BYTES;
+  const char *ks = getenv("FUSEBOX_CUDA_MNB_KSPLIT"); /* A/B of the split-K decode GEMV (cuda_mnb.cu) */
+  c->mnb_ksplit = !(ks && ks[0] == '0');
   fbx_status *st = fbx_cuda_check(cudaSetDevice(c->device), "cudaSetDevice");
   struct cudaDeviceProp prop;
   if (!st) st = fbx_cuda_check(cudaGetDeviceProperties(&prop, c->device), "cudaGetDeviceProperties");

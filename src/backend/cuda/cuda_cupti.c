@@ -5,22 +5,50 @@
  * activity_enable, so the library still loads and runs where it is absent;
  * nothing is subscribed before that (tracing off = no CUPTI at all).
  *
- * Recording: activity kinds CONCURRENT_KERNEL, MEMCPY, MEMSET, plus RUNTIME
- * and EXTERNAL_CORRELATION, which is how a record learns its tag: the tag is
- * pushed as an external correlation id (kind CUSTOM0) on the enqueueing
- * thread, CUPTI then writes an (external id, correlation id) record before
- * each runtime API record, and kernel/copy records carry the correlation id
- * of the API call that launched them. (External correlation records come
- * only with API records, hence RUNTIME; it is the cost of tracing per launch.)
+ * Recording: activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET only. A
+ * record learns its tag (the node or graph launch the executor was enqueueing)
+ * through its correlation id, the id of the API call that launched it. Two
+ * ways, chosen at enable (FUSEBOX_CUPTI_CORR=callback|extcorr, default
+ * callback):
+ *   callback: CUPTI's callback API on the launching API calls alone (kernel
+ *     launches, async copies and memsets, graph launches: fbx__launch_cbids,
+ *     runtime and driver domains). On entry the callback stores (correlation
+ *     id -> the thread's tag) in a ring and counts the thread's launches (an
+ *     outermost one only: a runtime launch enters the driver's too). No API
+ *     activity record is written: per launch that is two callbacks and a store.
+ *   extcorr (the fallback when another tool holds CUPTI's one subscriber):
+ *     the tag is pushed as an external correlation id (CUSTOM0) and RUNTIME
+ *     plus EXTERNAL_CORRELATION records carry it: one API record for every
+ *     runtime call (cudaSetDevice, cudaGetLastError, ...), the cost measured
+ *     as +50% on a launch-bound decode; no launch counts.
+ * Graph replays: by default every kernel, copy and memset of a replay has its
+ * own record (capture order splits them over the nodes). FUSEBOX_CUPTI_GRAPHS=
+ * whole asks CUPTI for one GRAPH_TRACE record per replay instead, which CUPTI
+ * documents as the low-overhead way to trace graphs; the per-node records of
+ * replays are then dropped here (should CUPTI still deliver them), so a
+ * replay's time counts once, as a "CUDA graph" slice not split over nodes. An
+ * A/B knob for the overhead on graph-replayed decode, off by default.
  * Timestamps: CUPTI is given CLOCK_MONOTONIC (the trace's clock) as its
  * timestamp source; where that call is missing, an offset measured at enable.
  *
- * Off the hot path: CUPTI hands full buffers (and, every 100 ms, partial ones)
- * to buffer_completed on its own thread, which translates records into a
- * queue (correlation -> tag through a ring indexed by correlation id);
- * activity_drain only swaps the queue out (flush: waits for the device and
- * has CUPTI deliver everything first). Only tagged records are kept: work of
- * other libraries in the process (ORT's own CUDA kernels) is not ours. */
+ * Off the hot path: CUPTI hands full buffers to buffer_completed on its own
+ * thread (its periodic flush, set to 100 ms, returns full buffers only;
+ * partial ones come at activity_drain's flush), which translates records and,
+ * with a sink set (activity_sink), hands them to it right there (the trace
+ * stores them binary there and formats them at its flush: trace_gpu.c);
+ * without a sink they wait in a queue for activity_drain (flush: waits for
+ * the device and has CUPTI deliver everything first). Only tagged records are
+ * kept: work of other libraries in the process (ORT's own CUDA kernels) is
+ * not ours.
+ *
+ * Buffers (FBX__CUPTI_BUF_BYTES, 8 MiB: ~35k kernel records, so a completion
+ * every ~240 decode steps of 146 records) come from a small pool of buffers
+ * that are already zeroed and faulted in: CUPTI asks for one on the launching
+ * thread, and by default zeroes each new buffer there itself (the attribute
+ * CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER says ours come zeroed); a
+ * completed buffer is zeroed again on the thread that processed it and goes
+ * back to the pool. Per launch the hot path does no allocation, no lock and
+ * no CUPTI call of ours: the callback's ring store and launch count alone. */
 #include <cuda_profiler_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -32,9 +60,11 @@
 #include "cuda_internal.h"
 
 #define FBX__CUPTI_BUF_BYTES ((size_t)8 << 20)
-#define FBX__CUPTI_RING (1u << 18) /* correlation ids remembered: > the launches of one drain interval */
+#define FBX__CUPTI_RING (1u << 20) /* correlation ids remembered: > the launches between two buffer completions */
+enum { FBX__CUPTI_POOL = 4, FBX__CUPTI_POOL_FILL = 2 }; /* zeroed buffers kept; made at enable */
 
 typedef struct fbx__corr { uint32_t corr; uint64_t tag; } fbx__corr;
+enum { FBX__CORR_CALLBACK = 1, FBX__CORR_EXTCORR = 2 };
 
 static struct {
   int state; /* 0 not loaded, 1 loaded, -1 failed */
@@ -51,15 +81,32 @@ static struct {
   typeof(&cuptiActivityRegisterTimestampCallback) reg_ts;
   typeof(&cuptiGetTimestamp) get_ts;
   typeof(&cuptiGetResultString) result_string;
+  typeof(&cuptiSubscribe) subscribe;
+  typeof(&cuptiEnableCallback) enable_cb;
+  typeof(&cuptiActivitySetAttribute) set_attr;
+  CUpti_SubscriberHandle sub;
+  int mode;                   /* FBX__CORR_*, fixed at the first enable */
+  int graphs_whole;           /* FUSEBOX_CUPTI_GRAPHS=whole: GRAPH_TRACE records for replays (fixed at the first enable) */
   int64_t ts_offset;          /* added to CUPTI timestamps (0 when CUPTI uses our clock) */
   int enabled;
-  pthread_mutex_t mu;         /* the queue and the ring */
-  fbx__corr *ring;
+  pthread_mutex_t mu;         /* the queue, the sink and the ring's readers */
+  fbx__corr *ring;            /* written by launching threads (relaxed atomics), read by CUPTI's */
   fbx_device_activity *q;
   size_t n_q, cap_q;
   int64_t dropped;            /* records lost to OOM */
+  fbx_device_activity_fn sink;
+  void *sink_ctx;
+  /* callback mode's self-check (not verified on every CUPTI): launches whose callback had no
+   * correlation id, and records that found / did not find a tag */
+  uint64_t cb_no_corr, rec_tagged, rec_untagged;
+  int warned;
 } g_cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
-static __thread int tl_pushed; /* this thread has a tag pushed */
+
+/* The launching thread's state: its current tag, callback nesting depth and
+ * launch counts. Touched only while recording on a GPU (a dynamic-TLS block
+ * that is never touched costs LeakSanitizer nothing: see exec_gpuobs.h). */
+typedef struct fbx__cupti_thread { uint64_t tag; int depth, pushed; uint64_t kernels, copies; } fbx__cupti_thread;
+static __thread fbx__cupti_thread tl_cu;
 
 static uint64_t fbx__mono_ns(void) {
   struct timespec ts;
@@ -74,14 +121,65 @@ static const char *fbx__cupti_err(CUptiResult r) {
   return "CUPTI error";
 }
 
+/* Activity buffers, FBX__CUPTI_BUF_BYTES each, zeroed when `zeroed` (CUPTI was told ours come so). */
+static struct {
+  pthread_mutex_t mu; /* held for a pointer push or pop */
+  uint8_t *free[FBX__CUPTI_POOL];
+  int n;
+  int zeroed;
+} g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint8_t *fbx__buf_new(void) {
+  uint8_t *b = fbx_malloc_aligned(FBX__CUPTI_BUF_BYTES);
+  if (b && g_pool.zeroed) memset(b, 0, FBX__CUPTI_BUF_BYTES); /* also faults its pages in */
+  return b;
+}
+
+/* A processed buffer back to the pool (zeroed again), or freed when the pool is full. */
+static void fbx__buf_recycle(uint8_t *b) {
+  if (g_pool.zeroed) memset(b, 0, FBX__CUPTI_BUF_BYTES);
+  pthread_mutex_lock(&g_pool.mu);
+  if (g_pool.n < FBX__CUPTI_POOL) {
+    g_pool.free[g_pool.n++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&g_pool.mu);
+  fbx_free_aligned(b);
+}
+
+/* CUPTI, on the thread that needs room for a record (often the launching one): a pooled buffer,
+ * a new one only when the pool is empty. */
 static void CUPTIAPI fbx__buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = fbx_malloc_aligned(FBX__CUPTI_BUF_BYTES);
-  *size = *buffer ? FBX__CUPTI_BUF_BYTES : 0;
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&g_pool.mu);
+  if (g_pool.n) b = g_pool.free[--g_pool.n];
+  pthread_mutex_unlock(&g_pool.mu);
+  if (!b) b = fbx__buf_new();
+  *buffer = b;
+  *size = b ? FBX__CUPTI_BUF_BYTES : 0;
   *max_records = 0;
+}
+
+/* Once, before the buffer callbacks are registered: our buffers come zeroed (so CUPTI does not
+ * zero them on the launching thread) and a few are made now, off the hot path. */
+static void fbx__buf_pool_fill(void) {
+  uint8_t one = 1;
+  size_t sz = sizeof one;
+  g_pool.zeroed = g_cu.set_attr && g_cu.set_attr(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &sz, &one) ==
+                                   CUPTI_SUCCESS;
+  for (int i = 0; i < FBX__CUPTI_POOL_FILL; i++) {
+    uint8_t *b = fbx__buf_new();
+    if (!b) break;
+    fbx__buf_recycle(b);
+  }
 }
 
 /* Under g_cu.mu. */
 static void fbx__q_push(const fbx_device_activity *a) {
+  if (g_cu.sink) {
+    g_cu.sink(g_cu.sink_ctx, a);
+    return;
+  }
   if (g_cu.n_q == g_cu.cap_q) {
     size_t cap = g_cu.cap_q ? g_cu.cap_q * 2 : 4096;
     fbx_device_activity *q = fbx_realloc(g_cu.q, cap * sizeof *q);
@@ -95,14 +193,85 @@ static void fbx__q_push(const fbx_device_activity *a) {
   g_cu.q[g_cu.n_q++] = *a;
 }
 
+static void fbx__ring_put(uint32_t corr, uint64_t tag) {
+  fbx__corr *e = &g_cu.ring[corr & (FBX__CUPTI_RING - 1)];
+  __atomic_store_n(&e->tag, tag, __ATOMIC_RELAXED);
+  __atomic_store_n(&e->corr, corr, __ATOMIC_RELEASE);
+}
 static uint64_t fbx__tag_of(uint32_t corr) {
   const fbx__corr *e = &g_cu.ring[corr & (FBX__CUPTI_RING - 1)];
-  return e->corr == corr ? e->tag : 0;
+  return __atomic_load_n(&e->corr, __ATOMIC_ACQUIRE) == corr ? __atomic_load_n(&e->tag, __ATOMIC_RELAXED) : 0;
 }
 
-/* CUPTI's thread: one completed buffer. External correlation records precede
- * their API record, which precedes the work it launched: a single pass sees
- * the tag before the kernel. */
+/* ---- callback mode: the launching API calls ---- */
+#define FBX__RT(x) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##x, 'k'}
+#define FBX__DR(x) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##x, 'k'}
+#define FBX__RTC(x) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##x, 'c'}
+#define FBX__DRC(x) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##x, 'c'}
+#define FBX__RTG(x) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##x, 'g'}
+#define FBX__DRG(x) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##x, 'g'}
+/* kind: 'k' a kernel launch, 'c' a copy or memset, 'g' a graph launch (not counted) */
+static const struct { CUpti_CallbackDomain dom; CUpti_CallbackId cbid; char kind; } fbx__launch_cbids[] = {
+    FBX__RT(cudaLaunchKernel_v7000), FBX__RT(cudaLaunchKernel_ptsz_v7000), FBX__RT(cudaLaunchKernelExC_v11060),
+    FBX__RT(cudaLaunchKernelExC_ptsz_v11060), FBX__RT(cudaLaunchCooperativeKernel_v9000),
+    FBX__RT(cudaLaunchCooperativeKernel_ptsz_v9000), FBX__RTC(cudaMemcpyAsync_v3020),
+    FBX__RTC(cudaMemcpyAsync_ptsz_v7000), FBX__RTC(cudaMemcpy2DAsync_v3020), FBX__RTC(cudaMemcpy2DAsync_ptsz_v7000),
+    FBX__RTC(cudaMemcpy3DAsync_v3020), FBX__RTC(cudaMemcpy3DAsync_ptsz_v7000), FBX__RTC(cudaMemsetAsync_v3020),
+    FBX__RTC(cudaMemsetAsync_ptsz_v7000), FBX__RTC(cudaMemset2DAsync_v3020), FBX__RTC(cudaMemset2DAsync_ptsz_v7000),
+    FBX__RTG(cudaGraphLaunch_v10000), FBX__RTG(cudaGraphLaunch_ptsz_v10000),
+    FBX__DR(cuLaunchKernel), FBX__DR(cuLaunchKernel_ptsz), FBX__DR(cuLaunchKernelEx), FBX__DR(cuLaunchKernelEx_ptsz),
+    FBX__DR(cuLaunchCooperativeKernel), FBX__DR(cuLaunchCooperativeKernel_ptsz), FBX__DRC(cuMemcpyAsync),
+    FBX__DRC(cuMemcpyAsync_ptsz), FBX__DRC(cuMemcpyHtoDAsync_v2), FBX__DRC(cuMemcpyHtoDAsync_v2_ptsz),
+    FBX__DRC(cuMemcpyDtoHAsync_v2), FBX__DRC(cuMemcpyDtoHAsync_v2_ptsz), FBX__DRC(cuMemcpyDtoDAsync_v2),
+    FBX__DRC(cuMemcpyDtoDAsync_v2_ptsz), FBX__DRC(cuMemcpy2DAsync_v2), FBX__DRC(cuMemcpy2DAsync_v2_ptsz),
+    FBX__DRC(cuMemcpy3DAsync_v2), FBX__DRC(cuMemcpy3DAsync_v2_ptsz), FBX__DRC(cuMemsetD8Async),
+    FBX__DRC(cuMemsetD8Async_ptsz), FBX__DRC(cuMemsetD16Async), FBX__DRC(cuMemsetD16Async_ptsz),
+    FBX__DRC(cuMemsetD32Async), FBX__DRC(cuMemsetD32Async_ptsz), FBX__DRC(cuMemsetD2D8Async),
+    FBX__DRC(cuMemsetD2D8Async_ptsz), FBX__DRC(cuMemsetD2D32Async), FBX__DRC(cuMemsetD2D32Async_ptsz),
+    FBX__DRG(cuGraphLaunch), FBX__DRG(cuGraphLaunch_ptsz),
+};
+#define FBX__N_LAUNCH_CBIDS (sizeof fbx__launch_cbids / sizeof fbx__launch_cbids[0])
+
+/* kind byte per callback id and domain (0: not a launch), filled at subscribe */
+enum { FBX__CBID_MAX = 2048 };
+static char g_kind_rt[FBX__CBID_MAX], g_kind_dr[FBX__CBID_MAX];
+
+/* The launching thread, on entry to and exit from one of fbx__launch_cbids. */
+static void CUPTIAPI fbx__api_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+  (void)ud;
+  if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const CUpti_CallbackData *d = data;
+  fbx__cupti_thread *t = &tl_cu;
+  if (d->callbackSite == CUPTI_API_EXIT) {
+    if (t->depth > 0) t->depth--;
+    return;
+  }
+  if (t->depth++ == 0 && cbid < FBX__CBID_MAX) { /* the outermost launch call: one launch (a runtime launch
+                                                    enters the driver's too) */
+    char k = dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g_kind_rt[cbid] : g_kind_dr[cbid];
+    if (k == 'k') t->kernels++;
+    else if (k == 'c') t->copies++;
+  }
+  if (!t->tag) return;
+  if (!d->correlationId) __atomic_add_fetch(&g_cu.cb_no_corr, 1, __ATOMIC_RELAXED);
+  fbx__ring_put(d->correlationId, t->tag); /* both ids (runtime, driver): a record carries one of them */
+}
+
+/* The fields that kernel, memcpy and memset records share, by the same names (CUPTI's
+ * record structs differ in layout): timing, stream, launch correlation, graph membership. */
+#define FBX__WORK_RECORD(a, rec, k)                                                                        \
+  do {                                                                                                     \
+    (a).kind = (k);                                                                                        \
+    (a).start_ns = (rec)->start;                                                                           \
+    (a).end_ns = (rec)->end;                                                                               \
+    (a).stream = (rec)->streamId;                                                                          \
+    (a).correlation = (rec)->correlationId;                                                                \
+    (a).graph = (rec)->graphId != 0;                                                                       \
+  } while (0)
+
+/* CUPTI's thread: one completed buffer. In extcorr mode external correlation
+ * records precede their API record, which precedes the work it launched: a
+ * single pass sees the tag before the kernel. */
 static void CUPTIAPI fbx__buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
   (void)ctx;
   (void)stream;
@@ -116,66 +285,61 @@ static void CUPTIAPI fbx__buf_completed(CUcontext ctx, uint32_t stream, uint8_t 
     switch (r->kind) {
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         const CUpti_ActivityExternalCorrelation *x = (const void *)r;
-        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-          g_cu.ring[x->correlationId & (FBX__CUPTI_RING - 1)] = (fbx__corr){x->correlationId, x->externalId};
+        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) fbx__ring_put(x->correlationId, x->externalId);
         continue;
+      }
+      case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+        const CUpti_ActivityGraphTrace2 *gt = (const void *)r;
+        FBX__WORK_RECORD(a, gt, FBX_DEVACT_GRAPH);
+        a.graph = true;
+        break;
       }
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const CUpti_ActivityKernel10 *k = (const void *)r;
-        a.kind = FBX_DEVACT_KERNEL;
+        FBX__WORK_RECORD(a, k, FBX_DEVACT_KERNEL);
         a.name = k->name; /* CUPTI keeps kernel names for the process' lifetime */
-        a.start_ns = k->start;
-        a.end_ns = k->end;
-        a.stream = k->streamId;
-        a.correlation = k->correlationId;
         a.grid[0] = k->gridX, a.grid[1] = k->gridY, a.grid[2] = k->gridZ;
         a.block[0] = k->blockX, a.block[1] = k->blockY, a.block[2] = k->blockZ;
         a.registers = k->registersPerThread;
         a.shared_bytes = k->staticSharedMemory + k->dynamicSharedMemory;
-        a.graph = k->graphId != 0;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const CUpti_ActivityMemcpy6 *m = (const void *)r;
-        a.kind = FBX_DEVACT_MEMCPY;
-        a.start_ns = m->start;
-        a.end_ns = m->end;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        FBX__WORK_RECORD(a, m, FBX_DEVACT_MEMCPY);
         a.bytes = m->bytes;
         a.copy_kind = m->copyKind;
-        a.graph = m->graphId != 0;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const CUpti_ActivityMemset4 *m = (const void *)r;
-        a.kind = FBX_DEVACT_MEMSET;
-        a.start_ns = m->start;
-        a.end_ns = m->end;
-        a.stream = m->streamId;
-        a.correlation = m->correlationId;
+        FBX__WORK_RECORD(a, m, FBX_DEVACT_MEMSET);
         a.bytes = m->bytes;
-        a.graph = m->graphId != 0;
         break;
       }
       default:
-        continue; /* RUNTIME records: only there for the external correlation */
+        continue; /* RUNTIME records (extcorr mode): only there for the external correlation */
     }
+    if (g_cu.graphs_whole && a.graph && a.kind != FBX_DEVACT_GRAPH) continue; /* the replay's own record counts */
     a.tag = fbx__tag_of(a.correlation);
-    if (!a.tag) continue; /* not our work */
+    if (!a.tag) { /* not our work (ORT's own kernels), or a tag lost */
+      g_cu.rec_untagged++;
+      continue;
+    }
+    g_cu.rec_tagged++;
     a.start_ns = (uint64_t)((int64_t)a.start_ns + g_cu.ts_offset);
     a.end_ns = (uint64_t)((int64_t)a.end_ns + g_cu.ts_offset);
     fbx__q_push(&a);
   }
   pthread_mutex_unlock(&g_cu.mu);
-  fbx_free_aligned(buffer);
+  fbx__buf_recycle(buffer);
 }
 
-#define FBX__SYM(field, name)                                      \
-  do {                                                             \
-    g_cu.field = (typeof(g_cu.field))dlsym(g_cu.lib, name);        \
-    if (!g_cu.field && strcmp(name, "cuptiActivityRegisterTimestampCallback")) ok = 0; \
+#define FBX__SYM(field, name, required)                                      \
+  do {                                                                       \
+    g_cu.field = (typeof(g_cu.field))dlsym(g_cu.lib, name);                  \
+    if (!g_cu.field && (required)) ok = 0;                                   \
   } while (0)
 
 /* Under g_cu.mu. FUSEBOX_CUPTI_LIB overrides where libcupti is looked for. */
@@ -194,17 +358,20 @@ static void fbx__cupti_load(void) {
     return;
   }
   int ok = 1;
-  FBX__SYM(enable, "cuptiActivityEnable");
-  FBX__SYM(disable, "cuptiActivityDisable");
-  FBX__SYM(reg, "cuptiActivityRegisterCallbacks");
-  FBX__SYM(flush_all, "cuptiActivityFlushAll");
-  FBX__SYM(flush_period, "cuptiActivityFlushPeriod");
-  FBX__SYM(next, "cuptiActivityGetNextRecord");
-  FBX__SYM(push, "cuptiActivityPushExternalCorrelationId");
-  FBX__SYM(pop, "cuptiActivityPopExternalCorrelationId");
-  FBX__SYM(reg_ts, "cuptiActivityRegisterTimestampCallback");
-  FBX__SYM(get_ts, "cuptiGetTimestamp");
-  FBX__SYM(result_string, "cuptiGetResultString");
+  FBX__SYM(enable, "cuptiActivityEnable", 1);
+  FBX__SYM(disable, "cuptiActivityDisable", 1);
+  FBX__SYM(reg, "cuptiActivityRegisterCallbacks", 1);
+  FBX__SYM(flush_all, "cuptiActivityFlushAll", 1);
+  FBX__SYM(flush_period, "cuptiActivityFlushPeriod", 1);
+  FBX__SYM(next, "cuptiActivityGetNextRecord", 1);
+  FBX__SYM(push, "cuptiActivityPushExternalCorrelationId", 1);
+  FBX__SYM(pop, "cuptiActivityPopExternalCorrelationId", 1);
+  FBX__SYM(reg_ts, "cuptiActivityRegisterTimestampCallback", 0);
+  FBX__SYM(get_ts, "cuptiGetTimestamp", 1);
+  FBX__SYM(result_string, "cuptiGetResultString", 1);
+  FBX__SYM(subscribe, "cuptiSubscribe", 0);
+  FBX__SYM(enable_cb, "cuptiEnableCallback", 0);
+  FBX__SYM(set_attr, "cuptiActivitySetAttribute", 0);
   if (!ok) {
     snprintf(g_cu.why, sizeof g_cu.why, "device 'cuda': libcupti lacks an activity API entry point");
     dlclose(g_cu.lib);
@@ -219,9 +386,39 @@ static void fbx__cupti_load(void) {
   g_cu.state = 1; /* the library stays loaded: CUPTI's thread may still call back */
 }
 
-static const CUpti_ActivityKind fbx__kinds[] = {
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+/* Under g_cu.mu, once: callback mode if asked for (the default) and CUPTI's
+ * one subscriber is free, else extcorr. */
+static void fbx__corr_mode_pick(void) {
+  const char *env = getenv("FUSEBOX_CUPTI_CORR");
+  bool want_cb = !(env && !strcmp(env, "extcorr"));
+  g_cu.mode = FBX__CORR_EXTCORR;
+  if (!want_cb || !g_cu.subscribe || !g_cu.enable_cb) return;
+  if (g_cu.subscribe(&g_cu.sub, (CUpti_CallbackFunc)fbx__api_callback, NULL) != CUPTI_SUCCESS) {
+    fprintf(stderr, "[fusebox] CUPTI's callback subscriber is taken (another tool?): kernels are attributed through "
+                    "runtime API records (costlier)\n");
+    return;
+  }
+  for (size_t i = 0; i < FBX__N_LAUNCH_CBIDS; i++) {
+    CUpti_CallbackId id = fbx__launch_cbids[i].cbid;
+    if (id < FBX__CBID_MAX)
+      (fbx__launch_cbids[i].dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g_kind_rt : g_kind_dr)[id] = fbx__launch_cbids[i].kind;
+    g_cu.enable_cb(1, g_cu.sub, fbx__launch_cbids[i].dom, id); /* an id this CUPTI lacks: skipped */
+  }
+  g_cu.mode = FBX__CORR_CALLBACK;
+}
+
+static const CUpti_ActivityKind fbx__kinds_work[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                     CUPTI_ACTIVITY_KIND_MEMSET};
+static const CUpti_ActivityKind fbx__kinds_extcorr[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                                        CUPTI_ACTIVITY_KIND_RUNTIME};
+
+static void fbx__kinds_disable(void) {
+  for (size_t i = 0; i < sizeof fbx__kinds_work / sizeof fbx__kinds_work[0]; i++) g_cu.disable(fbx__kinds_work[i]);
+  if (g_cu.graphs_whole) g_cu.disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  if (g_cu.mode == FBX__CORR_EXTCORR)
+    for (size_t i = 0; i < sizeof fbx__kinds_extcorr / sizeof fbx__kinds_extcorr[0]; i++)
+      g_cu.disable(fbx__kinds_extcorr[i]);
+}
 
 static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
   (void)be;
@@ -241,19 +438,32 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
         g_cu.get_ts(&t);
         g_cu.ts_offset = (int64_t)fbx__mono_ns() - (int64_t)t;
       }
+      fbx__buf_pool_fill();
       r = g_cu.reg(fbx__buf_requested, fbx__buf_completed);
       if (r == CUPTI_SUCCESS) registered = 1;
+      fbx__corr_mode_pick();
+      const char *gr = getenv("FUSEBOX_CUPTI_GRAPHS");
+      g_cu.graphs_whole = gr && !strcmp(gr, "whole");
     }
-    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof fbx__kinds / sizeof fbx__kinds[0]; i++) r = g_cu.enable(fbx__kinds[i]);
+    if (g_cu.mode == FBX__CORR_EXTCORR)
+      for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof fbx__kinds_extcorr / sizeof fbx__kinds_extcorr[0]; i++)
+        r = g_cu.enable(fbx__kinds_extcorr[i]);
+    for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof fbx__kinds_work / sizeof fbx__kinds_work[0]; i++)
+      r = g_cu.enable(fbx__kinds_work[i]);
+    if (r == CUPTI_SUCCESS && g_cu.graphs_whole && g_cu.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS) {
+      fprintf(stderr, "[fusebox] FUSEBOX_CUPTI_GRAPHS=whole: CUPTI has no graph-level records here; replays are "
+                      "traced per node\n");
+      g_cu.graphs_whole = 0;
+    }
     if (r == CUPTI_SUCCESS) {
-      g_cu.flush_period(100); /* partial buffers reach the queue at least every 100 ms */
+      g_cu.flush_period(100); /* partial buffers reach buffer_completed at least every 100 ms */
       g_cu.enabled = 1;
     } else {
-      for (size_t i = 0; i < sizeof fbx__kinds / sizeof fbx__kinds[0]; i++) g_cu.disable(fbx__kinds[i]);
+      fbx__kinds_disable();
       st = FBX_ERR_NOTIMPL("device 'cuda': CUPTI activity could not be enabled: %s", fbx__cupti_err(r));
     }
   } else if (!on && g_cu.enabled) {
-    for (size_t i = 0; i < sizeof fbx__kinds / sizeof fbx__kinds[0]; i++) g_cu.disable(fbx__kinds[i]);
+    fbx__kinds_disable();
     g_cu.enabled = 0;
   }
   pthread_mutex_unlock(&g_cu.mu);
@@ -263,9 +473,51 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
 static void fbx__cuda_activity_tag(fbx_backend *be, uint64_t tag) {
   (void)be;
   if (g_cu.state != 1) return;
+  fbx__cupti_thread *t = &tl_cu;
+  if (g_cu.mode == FBX__CORR_CALLBACK) { /* the callback reads it: a store, no CUPTI call */
+    t->tag = tag;
+    return;
+  }
   uint64_t last = 0;
-  if (tl_pushed) g_cu.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-  tl_pushed = tag != 0 && g_cu.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, tag) == CUPTI_SUCCESS;
+  if (t->pushed) g_cu.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+  t->pushed = tag != 0 && g_cu.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, tag) == CUPTI_SUCCESS;
+}
+
+static bool fbx__cuda_activity_counts(fbx_backend *be, uint64_t *kernels, uint64_t *copies) {
+  (void)be;
+  if (g_cu.state != 1 || g_cu.mode != FBX__CORR_CALLBACK) return false;
+  *kernels = tl_cu.kernels;
+  *copies = tl_cu.copies;
+  return true;
+}
+
+static void fbx__cuda_activity_sink(fbx_backend *be, fbx_device_activity_fn fn, void *ctx) {
+  (void)be;
+  pthread_mutex_lock(&g_cu.mu);
+  g_cu.sink = fn;
+  g_cu.sink_ctx = ctx;
+  pthread_mutex_unlock(&g_cu.mu);
+}
+
+static const char *fbx__cuda_activity_mode(fbx_backend *be) {
+  (void)be;
+  if (g_cu.state != 1) return "none";
+  if (g_cu.mode == FBX__CORR_CALLBACK) return g_cu.graphs_whole ? "callback, whole graphs" : "callback";
+  return g_cu.graphs_whole ? "extcorr, whole graphs" : "extcorr";
+}
+
+/* Callback mode: once, if the launches' callbacks carried no correlation id or no record found
+ * its tag although many arrived, say so (the way out: FUSEBOX_CUPTI_CORR=extcorr). Under g_cu.mu. */
+static void fbx__corr_selfcheck(void) {
+  if (g_cu.mode != FBX__CORR_CALLBACK || g_cu.warned) return;
+  uint64_t zero = __atomic_load_n(&g_cu.cb_no_corr, __ATOMIC_RELAXED);
+  if (zero || (g_cu.rec_untagged >= 1000 && !g_cu.rec_tagged)) {
+    fprintf(stderr, "[fusebox] CUPTI callback correlation: %llu launch(es) without a correlation id, %llu record(s) "
+                    "matched and %llu not: device time may be missing; FUSEBOX_CUPTI_CORR=extcorr uses runtime API "
+                    "records instead\n", (unsigned long long)zero, (unsigned long long)g_cu.rec_tagged,
+            (unsigned long long)g_cu.rec_untagged);
+    g_cu.warned = 1;
+  }
 }
 
 static fbx_status *fbx__cuda_activity_drain(fbx_backend *be, bool flush, fbx_device_activity_fn fn, void *ctx) {
@@ -279,6 +531,7 @@ static fbx_status *fbx__cuda_activity_drain(fbx_backend *be, bool flush, fbx_dev
     g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* buffer_completed runs before this returns */
   }
   pthread_mutex_lock(&g_cu.mu);
+  if (flush) fbx__corr_selfcheck();
   fbx_device_activity *q = g_cu.q;
   size_t n = g_cu.n_q;
   int64_t dropped = g_cu.dropped;
@@ -312,6 +565,9 @@ const fbx_backend_obs fbx_cuda_obs = {
     .activity_enable = fbx__cuda_activity_enable,
     .activity_tag = fbx__cuda_activity_tag,
     .activity_drain = fbx__cuda_activity_drain,
+    .activity_sink = fbx__cuda_activity_sink,
+    .activity_counts = fbx__cuda_activity_counts,
+    .activity_mode = fbx__cuda_activity_mode,
 };
 
 fbx_status *fbx_cuda_mem_info(fbx_backend *be, size_t *free_bytes, size_t *total_bytes) {

@@ -119,3 +119,11 @@ void fbx_cuda_graph_destroy(fbx_backend *be, fbx_backend_graph *g) {
   (void)be;
   fbx__cuda_graph_free(g); /* the executor destroys graphs only after a synchronize */
 }
+
+uint64_t fbx_cuda_graph_epoch(fbx_backend *be) {
+  fbx_cuda_ctx *c = fbx__g_ctx(be);
+  fbx_cuda_lock(c);
+  uint64_t e = c->graph_epoch;
+  pthread_mutex_unlock(&c->lock);
+  return e;
+}

@@ -35,6 +35,9 @@ typedef struct fbx_cuda_ctx {
   size_t params_cap;
   void *scratch;              /* device scratch (im2col columns) */
   size_t scratch_cap;
+  uint64_t graph_epoch;       /* moves when params or scratch is reallocated (backend.h graph_epoch) */
+  int mnb_ksplit;             /* cuda_mnb.cu: M = 1 GEMVs with a long K split K over a block's warps
+                                 (FUSEBOX_CUDA_MNB_KSPLIT=0: one warp per column group, for A/B) */
   int *err_flag;              /* device int: kernels set 1 on an out-of-range index */
   int *err_host;              /* pinned host copy read at synchronize */
   pthread_mutex_t lock;       /* one run_node at a time (the stream and scratch are shared) */
@@ -54,6 +57,10 @@ typedef struct fbx_cuda_ctx {
   struct fbx_cuda_rtc_kernel *rtc; /* cuda_ew_rtc.c: generated kernels by key (open addressing) */
   size_t n_rtc_slots, n_rtc_used;
   int64_t rtc_made, rtc_disk;  /* kernels generated (compiled or loaded from the disk cache) / of them from disk */
+  cudaStream_t own_stream;    /* cuda_stream.c: the backend's own stream once set_stream was called (else NULL) */
+  cudaEvent_t switch_ev;      /* cuda_stream.c: orders a newly bound stream after the old one */
+  int *err_async;             /* cuda_stream.c: pinned copy of err_flag made, without a wait, when a caller's
+                                 stream is unbound; checked at the next bind (NULL until first needed) */
 } fbx_cuda_ctx;
 
 #define FBX_CUDA_KERNEL_ARGS                                                                      \
@@ -76,6 +83,9 @@ bool fbx_cuda_supports(fbx_backend *be, const fbx_ir_node *node, const fbx_tenso
                        size_t why_size);
 
 /* ---- cuda_util.c ---- */
+/* cuda_backend.c: the error a nonzero err_flag code (FBX_CUDA_ERR_*) stands for; when (may be NULL)
+ * is appended to the message. */
+fbx_status *fbx_cuda_err_code_status(int code, const char *when);
 /* NULL on cudaSuccess, else "device 'cuda': <what>: <cuda error string>". */
 fbx_status *fbx_cuda_check(cudaError_t e, const char *what);
 /* dtype -> kernel element kind; false for dtypes no kernel handles (F64, U64). */
@@ -127,9 +137,26 @@ bool fbx_cuda_capturing(const fbx_cuda_ctx *c);
  * bytes are staged in pinned memory the graph owns. */
 fbx_status *fbx_cuda_upload_h2d(fbx_cuda_ctx *c, void *dst, const void *src, size_t bytes, const char *what);
 fbx_status *fbx_cuda_graph_begin(fbx_backend *be);
+uint64_t fbx_cuda_graph_epoch(fbx_backend *be);
 fbx_status *fbx_cuda_graph_end(fbx_backend *be, fbx_backend_graph **out);
 fbx_status *fbx_cuda_graph_launch(fbx_backend *be, fbx_backend_graph *g);
 void fbx_cuda_graph_destroy(fbx_backend *be, fbx_backend_graph *g);
+
+/* ---- cuda_stream.c: events, handed-out streams, set_stream (backend.h) ---- */
+fbx_status *fbx_cuda_event_create(fbx_backend *be, fbx_backend_event **out);
+void fbx_cuda_event_destroy(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_cuda_event_record(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_cuda_event_wait(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_cuda_event_synchronize(fbx_backend *be, fbx_backend_event *ev);
+fbx_status *fbx_cuda_stream_create(fbx_backend *be, fbx_backend_stream **out);
+void fbx_cuda_stream_destroy(fbx_backend *be, fbx_backend_stream *s);
+void *fbx_cuda_stream_handle(fbx_backend *be, fbx_backend_stream *s);
+fbx_status *fbx_cuda_stream_record(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev);
+fbx_status *fbx_cuda_stream_wait(fbx_backend *be, fbx_backend_stream *s, fbx_backend_event *ev);
+fbx_status *fbx_cuda_stream_synchronize(fbx_backend *be, fbx_backend_stream *s);
+fbx_status *fbx_cuda_set_stream(fbx_backend *be, void *native);
+/* At destroy: c->stream back to the backend's own (a bound stream is the caller's), switch event freed. */
+void fbx_cuda_stream_fini(fbx_cuda_ctx *c);
 
 /* ---- cuda_matmul.c: row-major, batched strided fp32 GEMM through cuBLASLt ----
  * C[b] (M x N, ldc) = alpha * op(A[b]) * op(B[b]) + beta * C[b]; op = transpose when t*.
@@ -150,6 +177,7 @@ fbx_status *fbx_cuda_k_ew(FBX_CUDA_KERNEL_ARGS);           /* EW1/EW2/EW3 and FU
 bool fbx_cuda_s_ew(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
 fbx_status *fbx_cuda_k_matmul(FBX_CUDA_KERNEL_ARGS);
 bool fbx_cuda_s_f32(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
+bool fbx_cuda_s_reduce(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size);
 fbx_status *fbx_cuda_k_softmax(FBX_CUDA_KERNEL_ARGS);      /* SOFTMAX, LOG_SOFTMAX, HARDMAX */
 fbx_status *fbx_cuda_k_layer_norm(FBX_CUDA_KERNEL_ARGS);
 fbx_status *fbx_cuda_k_instance_norm(FBX_CUDA_KERNEL_ARGS);

@@ -123,8 +123,9 @@ typedef struct fbx_cuda_reduce_args {
   int64_t out_dims[FBX_CUDA_RANK], out_strides[FBX_CUDA_RANK];
   int64_t red_dims[FBX_CUDA_RANK], red_strides[FBX_CUDA_RANK];
   int select_last;             /* ARGMAX/ARGMIN */
-  const float *x;
-  void *y;                     /* float, or int64 for ARGMAX/ARGMIN */
+  int int_bytes;               /* REDUCE_SUM of integers: 4 (int32) or 8 (int64) for x and y, else 0 */
+  const float *x;              /* (int_bytes: int32_t / int64_t) */
+  void *y;                     /* float, or int64 for ARGMAX/ARGMIN, or x's integer type */
 } fbx_cuda_reduce_args;
 
 int fbx_cuda_launch_reduce(const fbx_cuda_reduce_args *a, cudaStream_t s);
@@ -204,6 +205,7 @@ typedef struct fbx_cuda_mnb_args {
   int64_t M, N, K, kb, col_stride;
   int bits, block_size;
   int a_vec;                   /* 1: A rows are 16-byte aligned (float4 loads) */
+  int ksplit;                  /* 1: M == 1 with a long K splits K over a block's warps */
 } fbx_cuda_mnb_args;
 
 /* Small M: one warp per 4 columns (2 for M > 4), the weights dequantised in registers and

@@ -148,7 +148,7 @@ fbx_status *fbx_cuda_k_mnb(FBX_CUDA_KERNEL_ARGS) {
   fbx_cuda_mnb_args a = {.a = A->data, .w = s->w, .scale = s->scale, .sz = s->sz, .bias = bias, .y = out[0].data,
                          .M = M, .N = N, .K = K, .kb = s->kb, .col_stride = s->col_stride, .bits = s->bits,
                          .block_size = s->block_size,
-                         .a_vec = (K % 4 == 0) && ((uintptr_t)A->data % 16 == 0)};
+                         .a_vec = (K % 4 == 0) && ((uintptr_t)A->data % 16 == 0), .ksplit = c->mnb_ksplit};
   const bool lvl4 = node->params.nbits.accuracy_level == 4;
   if (M == 0) return NULL;
   if (M <= FBX__MNB_GEMV_M) {

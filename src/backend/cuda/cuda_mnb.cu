@@ -44,22 +44,19 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// rows m0 .. m0 + MT - 1 (those < M) of columns n0 .. n0 + NC - 1 (those < N),
-// lanes of one warp. A warp takes NC columns so that each value of A loaded
-// into registers (from L1) serves NC columns: with one column per warp the
-// A traffic (4 bytes per weight per row) would exceed L1's bandwidth before
-// the packed weights reach HBM's.
+// Partial sums acc[c][r] of rows m0 .. m0 + MT - 1 (those < M) of columns
+// n0 .. n0 + NC - 1 (those < N) over the 16-byte chunks ch0, ch0 + step, ...
+// of each column (ch0: the lane, plus 32 per K-split warp). A warp takes NC
+// columns so that each value of A loaded into registers (from L1) serves NC
+// columns: with one column per warp the A traffic (4 bytes per weight per
+// row) would exceed L1's bandwidth before the packed weights reach HBM's.
 template <int BITS, int MT, int NC>
-__device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0, int lane) {
+__device__ __forceinline__ void gemv_acc(const fbx_cuda_mnb_args &a, long long n0, long long m0, long long ch0,
+                                         long long step, float (&acc)[NC][MT]) {
   constexpr int VPW = BITS == 4 ? 8 : 4;  // values per 32-bit word
   const long long K = a.K, kb = a.kb, bs = a.block_size;
   const long long chunks = a.col_stride / 16;
-  float acc[NC][MT];
-#pragma unroll
-  for (int c = 0; c < NC; c++)
-#pragma unroll
-    for (int r = 0; r < MT; r++) acc[c][r] = 0.f;
-  for (long long ch = lane; ch < chunks; ch += 32) {
+  for (long long ch = ch0; ch < chunks; ch += step) {
     unsigned words[NC][4];
 #pragma unroll
     for (int c = 0; c < NC; c++) {  // all loads first: NC independent 16-byte requests in flight
@@ -103,6 +100,16 @@ __device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0
       }
     }
   }
+}
+
+template <int BITS, int MT, int NC>
+__device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0, int lane) {
+  float acc[NC][MT];
+#pragma unroll
+  for (int c = 0; c < NC; c++)
+#pragma unroll
+    for (int r = 0; r < MT; r++) acc[c][r] = 0.f;
+  gemv_acc<BITS, MT, NC>(a, n0, m0, lane, 32, acc);
 #pragma unroll
   for (int c = 0; c < NC; c++) {
     const float b = a.bias && n0 + c < a.N ? __ldg(a.bias + n0 + c) : 0.f;
@@ -111,6 +118,35 @@ __device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0
       float t = warp_sum(acc[c][r]);
       if (lane == 0 && m0 + r < a.M && n0 + c < a.N) a.y[(m0 + r) * a.N + n0 + c] = t + b;
     }
+  }
+}
+
+// M == 1 with a long K (e.g. an FFN's down projection: N = hidden, K = ffn): the
+// kWarps warps of a block split K, WK of them per group of NC columns, so a
+// small N still spreads over every SM with enough loads in flight per SM
+// (one warp per column group would leave most SMs idle and each warp
+// latency-bound); the WK partial sums meet in shared memory, in a fixed order.
+template <int BITS, int NC, int WK>
+__global__ void __launch_bounds__(kWarps * 32) gemv_ksplit_kernel(const fbx_cuda_mnb_args a) {
+  constexpr int G = kWarps / WK;  // column groups per block
+  __shared__ float part[kWarps][NC];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, grp = w / WK, wk = w % WK;
+  const long long n0 = ((long long)blockIdx.x * G + grp) * NC;
+  float acc[NC][1];
+#pragma unroll
+  for (int c = 0; c < NC; c++) acc[c][0] = 0.f;
+  if (n0 < a.N) gemv_acc<BITS, 1, NC>(a, n0, 0, lane + 32LL * wk, 32LL * WK, acc);
+#pragma unroll
+  for (int c = 0; c < NC; c++) {
+    float t = warp_sum(acc[c][0]);
+    if (lane == 0) part[w][c] = t;
+  }
+  __syncthreads();
+  if (wk == 0 && lane < NC && n0 + lane < a.N) {
+    float t = 0.f;
+#pragma unroll
+    for (int j = 0; j < WK; j++) t += part[grp * WK + j][lane];
+    a.y[n0 + lane] = t + (a.bias ? __ldg(a.bias + n0 + lane) : 0.f);
   }
 }
 
@@ -148,9 +184,19 @@ void launch_mt(const fbx_cuda_mnb_args &a, unsigned gy, cudaStream_t s) {
   gemv_kernel<BITS, MT, NC><<<dim3(gx, gy), dim3(kWarps * 32), 0, s>>>(a);
 }
 
+template <int BITS, int WK>
+void launch_ksplit(const fbx_cuda_mnb_args &a, cudaStream_t s) {
+  constexpr int NC = 4, G = kWarps / WK;
+  const unsigned gx = (unsigned)((a.N + G * NC - 1) / (G * NC));
+  gemv_ksplit_kernel<BITS, NC, WK><<<gx, kWarps * 32, 0, s>>>(a);
+}
+
 template <int BITS>
 int launch_gemv(const fbx_cuda_mnb_args &a, cudaStream_t s) {
-  if (a.M == 1) launch_mt<BITS, 1, 4>(a, 1, s);
+  const long long chunks = a.col_stride / 16; /* 16-byte chunks per column: 32 per warp pass */
+  if (a.M == 1 && a.ksplit && chunks >= 96) launch_ksplit<BITS, 4>(a, s);
+  else if (a.M == 1 && a.ksplit && chunks >= 48) launch_ksplit<BITS, 2>(a, s);
+  else if (a.M == 1) launch_mt<BITS, 1, 4>(a, 1, s);
   else if (a.M == 2) launch_mt<BITS, 2, 4>(a, 1, s);
   else if (a.M <= 4) launch_mt<BITS, 4, 4>(a, 1, s);
   else {

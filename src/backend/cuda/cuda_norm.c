@@ -23,6 +23,14 @@ bool fbx_cuda_s_f32(const fbx_ir_node *node, const fbx_tensor *in, int n_in, cha
   return true;
 }
 
+/* Reductions: float32, and REDUCE_SUM of int32 / int64 (GenAI's seqlens_k = ReduceSum of the
+ * int64 attention mask, which keeps the whole mask chain on the device). */
+bool fbx_cuda_s_reduce(const fbx_ir_node *node, const fbx_tensor *in, int n_in, char *why, size_t why_size) {
+  if (node->op == FBX_IR_OP_REDUCE_SUM && n_in >= 1 && (in[0].dtype == FBX_DTYPE_I64 || in[0].dtype == FBX_DTYPE_I32))
+    return true;
+  return fbx_cuda_s_f32(node, in, n_in, why, why_size);
+}
+
 fbx_status *fbx_cuda_k_softmax(FBX_CUDA_KERNEL_ARGS) {
   const fbx_tensor *x = &in[0];
   int axis = node->params.axis.axis;
@@ -79,6 +87,12 @@ fbx_status *fbx_cuda_k_reduce(FBX_CUDA_KERNEL_ARGS) {
   a.op = node->op;
   a.x = x->data;
   a.y = out[0].data;
+  if (x->dtype == FBX_DTYPE_I64 || x->dtype == FBX_DTYPE_I32) {
+    if (node->op != FBX_IR_OP_REDUCE_SUM || out[0].dtype != x->dtype)
+      return FBX_ERR_NOTIMPL("device 'cuda': %s of %s: integer REDUCE_SUM only", fbx_ir_op_name(node->op),
+                             fbx_dtype_name(x->dtype));
+    a.int_bytes = (int)fbx_dtype_size(x->dtype);
+  }
   uint32_t mask;
   if (node->op == FBX_IR_OP_ARGMAX || node->op == FBX_IR_OP_ARGMIN) {
     int ax = node->params.arg.axis;
@@ -108,7 +122,7 @@ fbx_status *fbx_cuda_k_reduce(FBX_CUDA_KERNEL_ARGS) {
   if (a.n_out != fbx_tensor_numel(&out[0]))
     return FBX_ERR_ARG("device 'cuda': %s: output has %lld elements, expected %lld", fbx_ir_op_name(node->op),
                        (long long)fbx_tensor_numel(&out[0]), (long long)a.n_out);
-  info->variant = "reduce_block";
-  info->reason = "one block per output element";
+  info->variant = a.int_bytes ? "reduce_sum_int_block" : "reduce_block";
+  info->reason = a.int_bytes ? "one block per output element, 64-bit integer sum" : "one block per output element";
   return fbx_cuda_launched(fbx_cuda_launch_reduce(&a, c->stream), fbx_ir_op_name(node->op));
 }

@@ -236,6 +236,33 @@ __global__ void reduce_kernel(const fbx_cuda_reduce_args a) {
   ((float *)a.y)[o] = (float)acc;
 }
 
+// REDUCE_SUM of int32 / int64 (an attention mask's row sum: GenAI's seqlens_k): one block per
+// output element, summed in 64-bit two's complement, so an overflow wraps as the CPU kernel's
+// integer arithmetic does (int32: the low 32 bits of the sum)
+__global__ void reduce_sum_int_kernel(const fbx_cuda_reduce_args a) {
+  __shared__ unsigned long long sh[kThreads];
+  long long o = blockIdx.x, rem = o, base = 0;
+  for (int d = a.n_out_dims - 1; d >= 0; d--) {
+    base += (rem % a.out_dims[d]) * a.out_strides[d];
+    rem /= a.out_dims[d];
+  }
+  unsigned long long acc = 0;
+  for (long long r = threadIdx.x; r < a.n_red; r += blockDim.x) {
+    const long long i = base + red_offset(a, r);
+    acc += a.int_bytes == 8 ? (unsigned long long)((const long long *)a.x)[i]
+                            : (unsigned long long)(long long)((const int *)a.x)[i];
+  }
+  sh[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x) return;
+  if (a.int_bytes == 8) ((long long *)a.y)[o] = (long long)sh[0];
+  else ((int *)a.y)[o] = (int)(unsigned)sh[0];
+}
+
 }  // namespace
 
 extern "C" int fbx_cuda_launch_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, int mode,
@@ -263,6 +290,7 @@ extern "C" int fbx_cuda_launch_instnorm(const float *x, const float *scale, cons
 
 extern "C" int fbx_cuda_launch_reduce(const fbx_cuda_reduce_args *a, cudaStream_t s) {
   if (a->n_out <= 0) return 0;
-  reduce_kernel<<<rows_grid(a->n_out), kThreads, 0, s>>>(*a);
+  if (a->int_bytes) reduce_sum_int_kernel<<<rows_grid(a->n_out), kThreads, 0, s>>>(*a);
+  else reduce_kernel<<<rows_grid(a->n_out), kThreads, 0, s>>>(*a);
   return (int)cudaGetLastError();
 }

@@ -12,7 +12,7 @@ FBX__E(k_matmul, fbx_cuda_k_matmul, fbx_cuda_s_f32);
 FBX__E(k_softmax, fbx_cuda_k_softmax, fbx_cuda_s_f32);
 FBX__E(k_layer_norm, fbx_cuda_k_layer_norm, fbx_cuda_s_f32);
 FBX__E(k_instance_norm, fbx_cuda_k_instance_norm, fbx_cuda_s_f32);
-FBX__E(k_reduce, fbx_cuda_k_reduce, fbx_cuda_s_f32);
+FBX__E(k_reduce, fbx_cuda_k_reduce, fbx_cuda_s_reduce);
 FBX__E(k_copy, fbx_cuda_k_copy, fbx_cuda_s_movement);
 FBX__E(k_transpose, fbx_cuda_k_transpose, fbx_cuda_s_movement);
 FBX__E(k_slice, fbx_cuda_k_slice, fbx_cuda_s_movement);

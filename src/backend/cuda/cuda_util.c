@@ -82,6 +82,7 @@ static fbx_status *fbx__cuda_grow(fbx_cuda_ctx *c, void **buf, size_t *cap, size
   while (sz < bytes) sz *= 2;
   if (*buf) {
     FBX_TRY(fbx_cuda_check(cudaStreamSynchronize(c->stream), what));
+    c->graph_epoch++; /* captured graphs that use the old buffer must not launch again (backend.h) */
     cudaFree(*buf);
     *buf = NULL;
     *cap = 0;

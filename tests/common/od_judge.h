@@ -1,5 +1,6 @@
-// od_judge — the decision rule of the differential harness, given Fusebox's outputs, ORT CPU
-// EP's outputs and, for the ops that have one (od_ref.h), an independent reference's:
+// od_judge — the decision rule of the differential harness (tests/ops) and of the fuzz target
+// (tests/fuzz), given Fusebox's outputs, ORT CPU EP's outputs and, where there is one
+// (tests/ops/od_ref.h, tests/fuzz/fz_ref.h), an independent reference's:
 //
 //   Fusebox == ORT                                 -> pass (the reference, where there is one,
 //                                                     must agree too: so it is tested on every
@@ -13,8 +14,8 @@
 //
 // When Fusebox did not claim the node, its session ran ORT's own kernel, so a reference that
 // disagrees with both says nothing about Fusebox: reported, not failed.
-#ifndef FBX_TESTS_OD_JUDGE_H
-#define FBX_TESTS_OD_JUDGE_H
+#ifndef FBX_TESTS_COMMON_OD_JUDGE_H
+#define FBX_TESTS_COMMON_OD_JUDGE_H
 
 #include <stddef.h>
 
@@ -43,6 +44,14 @@ typedef struct od_judgement {
 // Tolerance: |a-b| <= atol + rtol*|b| per element (ints and bool exact, NaN == NaN).
 void od_judge(od_outputs fbx, od_outputs ort, od_outputs ref, int claimed, double rtol, double atol,
               od_judgement *j);
+
+// The same rule with the caller's comparison: match(a, b, bname, ctx, why, cap) is 1 when
+// every output of a is within the caller's tolerance of b's, else 0 with why[] saying where
+// (naming b as bname). The fuzz target's tolerance scales with the reference's magnitude and
+// treats an overflow's inf as equal to a huge finite value (tests/fuzz/fuzz_model.c).
+typedef int (*od_match_fn)(od_outputs a, od_outputs b, const char *bname, void *ctx, char *why, size_t cap);
+void od_judge_with(od_outputs fbx, od_outputs ort, od_outputs ref, int claimed, od_match_fn match, void *ctx,
+                   od_judgement *j);
 
 // Verdict name for reports ("pass", "ORT disagrees; independent reference agrees", ...).
 const char *od_verdict_name(od_verdict v);

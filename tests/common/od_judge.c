@@ -1,5 +1,5 @@
-// od_judge.c — the harness's decision rule (see od_judge.h).
-#include "ops/od_judge.h"
+// od_judge.c — the decision rule of the differential harness and the fuzz target (see od_judge.h).
+#include "common/od_judge.h"
 
 #include <stdio.h>
 
@@ -34,14 +34,29 @@ static int od_match(od_outputs a, od_outputs b, const char *bname, double rtol, 
   return 1;
 }
 
+typedef struct od_tol {
+  double rtol, atol;
+} od_tol;
+
+static int od_match_tol(od_outputs a, od_outputs b, const char *bname, void *ctx, char *why, size_t cap) {
+  const od_tol *t = ctx;
+  return od_match(a, b, bname, t->rtol, t->atol, why, cap);
+}
+
 void od_judge(od_outputs fbx, od_outputs ort, od_outputs ref, int claimed, double rtol, double atol,
               od_judgement *j) {
+  od_tol t = {rtol, atol};
+  od_judge_with(fbx, ort, ref, claimed, od_match_tol, &t, j);
+}
+
+void od_judge_with(od_outputs fbx, od_outputs ort, od_outputs ref, int claimed, od_match_fn match, void *ctx,
+                   od_judgement *j) {
   char w_ort[260] = "", w_ref[260] = "", w_ro[260] = "";
   j->msg[0] = 0;
   j->ref_vs_ort = -1;
-  int fbx_ort = ort.t && od_match(fbx, ort, "ORT", rtol, atol, w_ort, sizeof w_ort);
-  int fbx_ref = ref.t && od_match(fbx, ref, "reference", rtol, atol, w_ref, sizeof w_ref);
-  if (ort.t && ref.t) j->ref_vs_ort = od_match(ref, ort, "ORT", rtol, atol, w_ro, sizeof w_ro);
+  int fbx_ort = ort.t && match(fbx, ort, "ORT", ctx, w_ort, sizeof w_ort);
+  int fbx_ref = ref.t && match(fbx, ref, "reference", ctx, w_ref, sizeof w_ref);
+  if (ort.t && ref.t) j->ref_vs_ort = match(ref, ort, "ORT", ctx, w_ro, sizeof w_ro);
 
   if (!ort.t) {
     if (!ref.t) { j->verdict = OD_VERDICT_SKIP; return; }
