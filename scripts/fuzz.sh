@@ -70,7 +70,8 @@ unset FUSEBOX_TRACE FUSEBOX_VERBOSE FUSEBOX_CLAIM_DEBUG
 # halt_on_error: the first report ends the run. Leaks are checked at exit only (libFuzzer's
 # per-input leak check counts ORT's lazily built caches as leaks); ORT's and OpenBLAS's own
 # one-off allocations are suppressed (tests/fuzz/lsan.supp).
-export ASAN_OPTIONS=halt_on_error=1:allocator_may_return_null=1:detect_leaks=1
+# intercept_tls_get_addr=0: see scripts/run_tests.sh (LSan's tracer crashing on ORT's dynamic TLS).
+export ASAN_OPTIONS=halt_on_error=1:allocator_may_return_null=1:detect_leaks=1:intercept_tls_get_addr=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=suppressions=$ROOT/tests/fuzz/lsan.supp:print_suppressions=0
 # Address-space randomisation off where the system allows it: a hash keyed by a pointer would
