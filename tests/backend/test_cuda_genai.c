@@ -439,6 +439,22 @@ static void test_gqa(void) {
   gqa_case("GQA decode Qwen-like 14/2 heads H 128 past 128", &h128);
   gqa_cfg mha = {.B = 1, .S = 1, .nh = 2, .kvh = 2, .H = 16, .P = 9, .seqlens = {9}, .total = 10};
   gqa_case("GQA decode nh == kvh (MHA)", &mha);
+  /* the scalar path (H not a multiple of 4), shared and copied */
+  gqa_cfg h10 = {.B = 1, .S = 1, .nh = 6, .kvh = 2, .H = 10, .P = 70, .seqlens = {70}, .total = 71, .rot = 1, .rhalf = 4};
+  gqa_case("GQA decode H 10 (scalar loads) past 70", &h10);
+  h10.shared = true, h10.P = 256;
+  gqa_case("GQA decode H 10 shared past 70", &h10);
+  /* Qwen2.5-0.5B's decode shape on a 4096-row shared buffer: many key splits, most of them empty */
+  gqa_cfg qw = {.B = 1, .S = 1, .nh = 14, .kvh = 2, .H = 64, .P = 4096, .seqlens = {1500}, .total = 1501, .rot = 1,
+                .rhalf = 32, .shared = true};
+  gqa_case("GQA decode 14/2 H 64 past 1500 of 4096 shared", &qw);
+  /* a shared prefill whose new rows cross key splits (each block stores the rows it reads) */
+  gqa_cfg sp = {.B = 1, .S = 150, .nh = 14, .kvh = 2, .H = 64, .P = 512, .seqlens = {219}, .total = 220, .rot = 2,
+                .rhalf = 32, .shared = true, .packed = true};
+  gqa_case("GQA shared prefill 150 after past 70, packed", &sp);
+  gqa_cfg sf = {.B = 2, .S = 90, .nh = 8, .kvh = 2, .H = 32, .P = 128, .seqlens = {89, 40}, .total = 90, .rot = 1,
+                .rhalf = 16, .shared = true};
+  gqa_case("GQA shared first prompt 90, batch 2, second padded", &sf);
 }
 
 /* ============================== ROTARY ============================== */

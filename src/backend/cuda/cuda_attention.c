@@ -16,7 +16,8 @@
 
 #define FBX__GQA_SMEM_MAX ((size_t)48 << 10) /* dynamic shared memory without an opt-in */
 #define FBX__GQA_BLOCKS 264                  /* blocks to aim for on a decode step (2 per SM on an H200) */
-#define FBX__GQA_SPLIT_MIN 32
+#define FBX__GQA_SPLIT_MIN 32                /* keys per split: the smallest (shared memory) */
+#define FBX__GQA_SPLIT_STEP 64               /* and the step it is chosen in (thread per key: 128 a block) */
 #define FBX__GQA_SPLIT_MAX 512
 
 static bool fbx__cuda_f32(const fbx_tensor *t) { return t->rank < 0 || t->dtype == FBX_DTYPE_F32; }
@@ -83,12 +84,12 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
       .cs = rot ? in[7].data : NULL, .sn = rot ? in[8].data : NULL, .rot = rdim, .max_pos = rot ? in[7].dims[0] : 0,
       .B = B, .S = S, .nh = nh, .kvh = kvh, .H = H, .L = L, .P = P,
       .scale = p->gqa.scale > 0 ? p->gqa.scale : 1.0f / sqrtf((float)H), .softcap = p->gqa.softcap,
-      .interleaved = p->gqa.interleaved, .shared = shared, .err_flag = c->err_flag};
+      .interleaved = p->gqa.interleaved, .shared = shared, .fuse_kv = shared, .err_flag = c->err_flag};
   if (B == 0 || S == 0 || L == 0) return NULL;
   /* key splits: enough blocks to fill the device on a decode step, within shared memory */
   const int64_t rows = B * kvh * S, want = (FBX__GQA_BLOCKS + rows - 1) / rows;
   int64_t split = (L + want - 1) / want;
-  split = (split + FBX__GQA_SPLIT_MIN - 1) / FBX__GQA_SPLIT_MIN * FBX__GQA_SPLIT_MIN;
+  split = (split + FBX__GQA_SPLIT_STEP - 1) / FBX__GQA_SPLIT_STEP * FBX__GQA_SPLIT_STEP;
   if (split > FBX__GQA_SPLIT_MAX) split = FBX__GQA_SPLIT_MAX;
   while (split > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, split) > FBX__GQA_SMEM_MAX) split -= FBX__GQA_SPLIT_MIN;
   if (fbx_cuda_gqa_smem(hpg, H, split) > FBX__GQA_SMEM_MAX)
@@ -96,6 +97,9 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
                            (long long)hpg, (long long)H);
   a.split_len = (int)split;
   a.n_split = (int)((L + split - 1) / split);
+  if (a.n_split > 1 && fbx_cuda_gqa_combine_smem(a.n_split) > FBX__GQA_SMEM_MAX)
+    return FBX_ERR_NOTIMPL("device 'cuda': GQA: a present buffer of %lld rows needs %d key splits (too many)",
+                           (long long)L, a.n_split);
   if (a.n_split > 1) {
     size_t bytes = sizeof(float) * (size_t)(B * S * nh) * (size_t)a.n_split * (size_t)(H + 2);
     FBX_TRY(fbx_cuda_scratch(c, bytes, (void **)&a.part));

@@ -1,17 +1,20 @@
 // GroupQueryAttention (decode and causal prefill) and RotaryEmbedding.
 //
-// GQA is three launches on the stream:
+// GQA is three launches on the stream (bench/bench_cuda_genai times them):
 //   1. kv_write: the new keys (rotated) and values into present rows
 //      [past_b, past_b + S); unless past and present share their buffers,
 //      the past rows are copied and the rows after the new ones zeroed.
 //   2. attend: one block per (b, kv group g, query row s, key split). The
-//      group's hpg query heads are rotated into shared memory; each warp
+//      group's hpg query heads are rotated into shared memory; each thread
 //      scores one key row against all of them (the K row is read once per
 //      group, as the CPU kernel does), a warp per head takes the split's
 //      softmax, and the block accumulates p * V. With one split the result
 //      is written; otherwise (max, sum, o) partials go to scratch.
 //   3. combine (n_split > 1): per (b, s, head) the splits' partials are
 //      merged with their max-shifted weights (flash-decoding).
+// A decode step is latency-bound (a KV group's cache is a few hundred KB),
+// so no loop waits on one load at a time: an earlier version (a warp per key
+// row, serial loops over the splits) took 30 us a layer at Qwen's shapes.
 // The per-batch lengths come from seqlens_k / total_sequence_length read on
 // the device, so no host wait is needed and the launch parameters do not
 // change from one decode step to the next on a shared buffer (capturable).
@@ -21,9 +24,10 @@
 
 namespace {
 
-constexpr int kThreads = 128;  // attention block: 4 warps
+constexpr int kThreads = 256;  // attention block: 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kHeadChunk = 8;  // query heads scored together per K row load
+constexpr int kHeadChunk = 8;  // at most this many query heads scored per K row load
+constexpr int kPvHeads = 4;    // query heads per p * V pass
 
 inline unsigned grid_for(long long n) {
   long long b = (n + 255) / 256;
@@ -131,107 +135,228 @@ __global__ void kv_write_kernel(const fbx_cuda_gqa_args a) {
   }
 }
 
-// grid (B * kvh * S, n_split); dynamic shared memory: q (hpg, H), scores
-// (hpg, split_len), then per head max and sum
+// grid (B * kvh * S, n_split); dynamic shared memory (fbx_cuda_gqa_smem): q
+// (hpg, H), scores (hpg, split_len), per head max and sum, then the p * V
+// reduction (kThreads * kPvHeads * 4 floats). A decode block's time is its
+// longest warp's instruction chain (one warp per scheduler, each instruction
+// waiting on the last): so 32-bit index arithmetic without divisions in the
+// loops, vector loads, and the work of every phase spread over all threads:
+//   fused write (a.fuse_kv: shared buffers): the block stores the new rows
+//           of its own key range (rotated K, V) before reading them; blocks
+//           that share a row store the same values;
+//   scores: thread per (key row, chunk of hc heads), hc chosen so that the
+//           split's rows times the chunks fill the block; the row is read in
+//           VEC-float loads, q in float4 reads of shared memory;
+//   softmax: warp per head over the split;
+//   p * V:  thread per (VEC columns of V, key subset), kPvHeads heads a
+//           pass; the key subsets meet in shared memory in a fixed order
+//           (bit-identical from run to run).
+// A split past the group's last key writes an empty partial (sum 0) and
+// leaves at once.
+template <int VEC>
 __global__ void __launch_bounds__(kThreads) attend_kernel(const fbx_cuda_gqa_args a) {
   extern __shared__ float sm[];
-  const long long H = a.H, S = a.S, hpg = a.nh / a.kvh, SL = a.split_len;
-  float *qs = sm, *sc = qs + hpg * H, *mh = sc + hpg * SL, *lh = mh + hpg;
-  const long long x = blockIdx.x, s = x % S, g = (x / S) % a.kvh, b = x / (S * a.kvh);
-  const int split = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int H = (int)a.H, S = (int)a.S, hpg = (int)(a.nh / a.kvh), SL = a.split_len, tid = threadIdx.x;
+  float *qs = sm, *sc = qs + hpg * H, *mh = sc + hpg * SL, *lh = mh + hpg, *red = lh + hpg;
+  const long long x = blockIdx.x;
+  const int s = (int)(x % S), g = (int)((x / S) % a.kvh);
+  const long long b = x / (S * a.kvh);
+  const int split = blockIdx.y, warp = tid >> 5, lane = tid & 31;
   long long pb, tb;
   const bool ok = gqa_lens(a, b, &pb, &tb);
   long long nk = pb + s + 1;
   if (nk > tb) nk = tb;
   if (!ok) nk = 0;
-  const long long t0 = split * SL, t1 = t0 + SL < nk ? t0 + SL : nk;  // keys [t0, t1) of this split
+  const long long t0 = (long long)split * SL;
+  const int n = (int)(t0 + SL < nk ? SL : (nk > t0 ? nk - t0 : 0));  // keys [t0, t0 + n) of this split
+  float *part_bs = a.part + ((b * S + s) * a.nh + (long long)g * hpg) * a.n_split * (a.H + 2);
   const long long pos = pb + s, half = a.rot / 2;
-  const float *qtok = a.q + (b * S + s) * a.q_row + g * hpg * H;
-  for (long long e = threadIdx.x; e < hpg * H; e += blockDim.x) {
-    const long long h = e / H, i = e % H;
+  float *K = a.pk + (b * a.kvh + g) * a.L * a.H, *V = a.pv + (b * a.kvh + g) * a.L * a.H;
+  if (a.fuse_kv && ok) {  // the new rows [pb, pb + S) that this block reads (the last query row's blocks: all of
+                          // their split's, padding included, as kv_write would): stored here, read below
+    const long long hi = t0 + (s == S - 1 ? SL : n);
+    const long long r0 = pb > t0 ? pb : t0, r1 = pb + S < hi ? pb + S : hi;
+    for (long long e = r0 * H + tid; e < r1 * H; e += kThreads) {
+      const long long row = e / H;
+      const int i = (int)(e - row * H);
+      const long long tok = b * S + (row - pb);
+      const float *kt = (a.k ? a.k + tok * a.kv_row : a.q + tok * a.q_row + a.k_off) + (long long)g * H;
+      const float *vt = (a.v ? a.v + tok * a.kv_row : a.q + tok * a.q_row + a.v_off) + (long long)g * H;
+      K[e] = a.cs ? rope_elem(kt, i, a.rot, a.cs + row * half, a.sn + row * half, a.interleaved) : kt[i];
+      V[e] = vt[i];
+    }
+  }
+  if (n == 0 && a.n_split > 1) {  // an empty split: sum 0, never read further by combine
+    for (int h = tid; h < hpg; h += kThreads) part_bs[((long long)h * a.n_split + split) * (H + 2) + H + 1] = 0.f;
+    return;
+  }
+  const float *qtok = a.q + (b * S + s) * a.q_row + (long long)g * hpg * H;
+  for (int e = tid; e < hpg * H; e += kThreads) {
+    const int h = e / H, i = e - h * H;
     qs[e] = a.cs && ok ? rope_elem(qtok + h * H, i, a.rot, a.cs + pos * half, a.sn + pos * half, a.interleaved)
                        : qtok[h * H + i];
   }
-  __syncthreads();
-  const float *K = a.pk + (b * a.kvh + g) * a.L * H, *V = a.pv + (b * a.kvh + g) * a.L * H;
-  // scores: warp per key row, up to kHeadChunk heads per pass over the row
-  for (long long t = t0 + warp; t < t1; t += kWarps) {
-    const float *kr = K + t * H;
-    for (long long h0 = 0; h0 < hpg; h0 += kHeadChunk) {
-      float acc[kHeadChunk];
+  __syncthreads();  // q in shared memory; the fused rows visible to the block (global writes, then a barrier)
+  // scores
+  const int per_row = kThreads / (n > 0 ? n : 1) > 0 ? kThreads / (n > 0 ? n : 1) : 1;
+  int hc = (hpg + per_row - 1) / per_row;
+  hc = hc < 1 ? 1 : (hc > kHeadChunk ? kHeadChunk : hc);
+  const int chunks = (hpg + hc - 1) / hc, items = n * chunks;
+  for (int it = tid; it < items; it += kThreads) {
+    const int c = it / n, r = it - c * n, h0 = c * hc;
+    const float *kr = K + (t0 + r) * H;
+    float acc[kHeadChunk];
 #pragma unroll
-      for (int j = 0; j < kHeadChunk; j++) acc[j] = 0.f;
-      for (long long d = lane; d < H; d += 32) {
-        const float kd = kr[d];
+    for (int j = 0; j < kHeadChunk; j++) acc[j] = 0.f;
+#pragma unroll 4
+    for (int d = 0; d < H; d += VEC) {
+      if constexpr (VEC == 4) {
+        const float4 k4 = *(const float4 *)(kr + d);  // not __ldg: the fused rows were stored by this kernel
 #pragma unroll
-        for (int j = 0; j < kHeadChunk; j++)
-          if (h0 + j < hpg) acc[j] = fmaf(qs[(h0 + j) * H + d], kd, acc[j]);
-      }
+        for (int j = 0; j < kHeadChunk; j++) {
+          if (j >= hc || h0 + j >= hpg) break;
+          const float4 q4 = *(const float4 *)(qs + (h0 + j) * H + d);
+          acc[j] = fmaf(q4.x, k4.x, fmaf(q4.y, k4.y, fmaf(q4.z, k4.z, fmaf(q4.w, k4.w, acc[j]))));
+        }
+      } else {
+        const float kv = kr[d];
 #pragma unroll
-      for (int j = 0; j < kHeadChunk; j++) {
-        float v = warp_sum(acc[j]);
-        if (lane == 0 && h0 + j < hpg) {
-          v *= a.scale;
-          if (a.softcap > 0.f) v = a.softcap * tanhf(v / a.softcap);
-          sc[(h0 + j) * SL + (t - t0)] = v;
+        for (int j = 0; j < kHeadChunk; j++) {
+          if (j >= hc || h0 + j >= hpg) break;
+          acc[j] = fmaf(qs[(h0 + j) * H + d], kv, acc[j]);
         }
       }
+    }
+#pragma unroll
+    for (int j = 0; j < kHeadChunk; j++) {
+      if (j >= hc || h0 + j >= hpg) break;
+      float v = acc[j] * a.scale;
+      if (a.softcap > 0.f) v = a.softcap * tanhf(v / a.softcap);
+      sc[(h0 + j) * SL + r] = v;
     }
   }
   __syncthreads();
   // softmax over the split, warp per head: p in place, max and sum kept
-  for (long long h = warp; h < hpg; h += kWarps) {
-    float *r = sc + h * SL;
+  for (int h = warp; h < hpg; h += kWarps) {
+    float *rw = sc + h * SL;
     float m = -INFINITY;
-    for (long long t = lane; t < t1 - t0; t += 32) m = fmaxf(m, r[t]);
+    for (int t = lane; t < n; t += 32) m = fmaxf(m, rw[t]);
     m = warp_max(m);
     float l = 0.f;
-    for (long long t = lane; t < t1 - t0; t += 32) {
-      const float e = expf(r[t] - m);
-      r[t] = e;
+    for (int t = lane; t < n; t += 32) {
+      const float e = expf(rw[t] - m);
+      rw[t] = e;
       l += e;
     }
     l = warp_sum(l);
     if (lane == 0) mh[h] = m, lh[h] = l;
   }
   __syncthreads();
-  // o[h][d] = sum_t p[h][t] V[t][d] (the other heads' reads of a V row hit L1)
-  for (long long e = threadIdx.x; e < hpg * H; e += blockDim.x) {
-    const long long h = e / H, d = e % H;
-    const float *p = sc + h * SL;
-    float o = 0.f;
-    for (long long t = t0; t < t1; t++) o = fmaf(p[t - t0], V[t * H + d], o);
-    const long long head = g * hpg + h;
-    if (a.n_split == 1) {
-      const float l = lh[h];
-      a.out[(b * S + s) * a.nh * H + head * H + d] = l > 0.f ? o / l : 0.f;
-    } else {
-      float *pt = a.part + (((b * S + s) * a.nh + head) * a.n_split + split) * (H + 2);
-      pt[d] = o;
-      if (d == 0) pt[H] = mh[h], pt[H + 1] = lh[h];
+  // o[h][d] = sum_t p[h][t] V[t][d]: CW column units of VEC floats, CWB of
+  // them per pass, TG key subsets
+  const int CW = H / VEC, CWB = CW < kThreads ? CW : kThreads, TG = kThreads / CWB;
+  const int cu = tid % CWB, tg = tid / CWB;
+  for (int c0 = 0; c0 < CW; c0 += CWB) {
+    for (int h0 = 0; h0 < hpg; h0 += kPvHeads) {
+      float acc[kPvHeads][VEC];
+#pragma unroll
+      for (int j = 0; j < kPvHeads; j++)
+#pragma unroll
+        for (int e = 0; e < VEC; e++) acc[j][e] = 0.f;
+      const int c = c0 + cu;
+      if (tg < TG && c < CW) {
+#pragma unroll 4
+        for (int t = tg; t < n; t += TG) {
+          float vv[VEC];
+          if constexpr (VEC == 4) {
+            const float4 v4 = *((const float4 *)(V + (t0 + t) * H) + c);
+            vv[0] = v4.x, vv[1] = v4.y, vv[2] = v4.z, vv[3] = v4.w;
+          } else {
+            vv[0] = V[(t0 + t) * H + c];
+          }
+#pragma unroll
+          for (int j = 0; j < kPvHeads; j++) {
+            if (h0 + j >= hpg) break;
+            const float p = sc[(h0 + j) * SL + t];
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[j][e] = fmaf(p, vv[e], acc[j][e]);
+          }
+        }
+      }
+      if (tg < TG)
+#pragma unroll
+        for (int j = 0; j < kPvHeads; j++)
+#pragma unroll
+          for (int e = 0; e < VEC; e++) red[(tg * kPvHeads + j) * CWB * VEC + cu * VEC + e] = acc[j][e];
+      __syncthreads();
+      const int W = CWB * VEC;
+      for (int e = tid; e < kPvHeads * W; e += kThreads) {
+        const int j = e / W, cc = e - j * W, h = h0 + j, d = c0 * VEC + cc;
+        if (h >= hpg || d >= H) continue;
+        float o = 0.f;
+        for (int k = 0; k < TG; k++) o += red[(k * kPvHeads + j) * W + cc];
+        if (a.n_split == 1) {
+          const float l = lh[h];
+          a.out[(b * S + s) * a.nh * a.H + (long long)(g * hpg + h) * H + d] = l > 0.f ? o / l : 0.f;
+        } else {
+          float *pt = part_bs + ((long long)h * a.n_split + split) * (H + 2);
+          pt[d] = o;
+          if (d == 0) pt[H] = mh[h], pt[H + 1] = lh[h];
+        }
+      }
+      __syncthreads();
     }
   }
 }
 
-// one block per (b, s, head): merge the n_split partials
-__global__ void combine_kernel(const fbx_cuda_gqa_args a) {
-  const long long H = a.H, x = blockIdx.x;  // x = (b * S + s) * nh + head
-  const float *pt = a.part + x * a.n_split * (H + 2);
-  float M = -INFINITY;
-  for (int i = 0; i < a.n_split; i++)
-    if (pt[i * (H + 2) + H + 1] > 0.f) M = fmaxf(M, pt[i * (H + 2) + H]);
-  float L = 0.f;
-  for (int i = 0; i < a.n_split; i++) {
-    const float l = pt[i * (H + 2) + H + 1];
-    if (l > 0.f) L += expf(pt[i * (H + 2) + H] - M) * l;
+__device__ __forceinline__ float block_reduce(float v, float *scr, bool is_max) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;
+  v = is_max ? warp_max(v) : warp_sum(v);
+  if (lane == 0) scr[warp] = v;
+  __syncthreads();
+  float r = scr[0];
+  for (int w = 1; w < nw; w++) r = is_max ? fmaxf(r, scr[w]) : r + scr[w];
+  __syncthreads();
+  return r;
+}
+
+// one block of kThreads per (b, s, head): merge the n_split partials. The
+// splits' max-shifted weights go to shared memory (threads over the splits);
+// then thread (column, split subset) sums weight * o, the subsets meeting in
+// shared memory in a fixed order. Dynamic shared memory: n_split + kThreads +
+// kWarps floats.
+__global__ void __launch_bounds__(kThreads) combine_kernel(const fbx_cuda_gqa_args a) {
+  extern __shared__ float sm[];
+  float *w = sm, *red = w + a.n_split, *scr = red + kThreads;
+  const long long H = a.H, x = blockIdx.x, ns = a.n_split;  // x = (b * S + s) * nh + head
+  const float *pt = a.part + x * ns * (H + 2);
+  float m = -INFINITY;
+  for (long long i = threadIdx.x; i < ns; i += kThreads)
+    if (pt[i * (H + 2) + H + 1] > 0.f) m = fmaxf(m, pt[i * (H + 2) + H]);
+  const float M = block_reduce(m, scr, true);
+  float l = 0.f;
+  for (long long i = threadIdx.x; i < ns; i += kThreads) {
+    const float li = pt[i * (H + 2) + H + 1];
+    const float e = li > 0.f ? expf(pt[i * (H + 2) + H] - M) : 0.f;
+    w[i] = e;
+    l += e * li;
   }
-  for (long long d = threadIdx.x; d < H; d += blockDim.x) {
+  const float L = block_reduce(l, scr, false);  // its barrier also publishes w
+  const long long DG = H < kThreads ? H : kThreads, G = kThreads / DG, dd = threadIdx.x % DG, gi = threadIdx.x / DG;
+  for (long long d0 = 0; d0 < H; d0 += DG) {
     float o = 0.f;
-    for (int i = 0; i < a.n_split; i++) {
-      const float l = pt[i * (H + 2) + H + 1];
-      if (l > 0.f) o += expf(pt[i * (H + 2) + H] - M) * pt[i * (H + 2) + d];
+    if (gi < G && d0 + dd < H)
+#pragma unroll 4
+      for (long long i = gi; i < ns; i += G)
+        if (w[i] != 0.f) o = fmaf(w[i], pt[i * (H + 2) + d0 + dd], o);
+    red[threadIdx.x] = o;
+    __syncthreads();
+    if (threadIdx.x < DG && d0 + threadIdx.x < H) {
+      float t = 0.f;
+      for (long long k = 0; k < G; k++) t += red[k * DG + threadIdx.x];
+      a.out[x * H + d0 + threadIdx.x] = L > 0.f ? t / L : 0.f;
     }
-    a.out[x * H + d] = L > 0.f ? o / L : 0.f;
+    __syncthreads();
   }
 }
 
@@ -245,23 +370,33 @@ extern "C" int fbx_cuda_launch_rope(const fbx_cuda_rope_args *a, cudaStream_t s)
 }
 
 extern "C" size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len) {
-  return sizeof(float) * (size_t)(hpg * H + hpg * split_len + 2 * hpg);
+  return sizeof(float) * (size_t)(hpg * H + hpg * split_len + 2 * hpg + (int64_t)kThreads * kPvHeads * 4);
+}
+
+extern "C" size_t fbx_cuda_gqa_combine_smem(int64_t n_split) {
+  return sizeof(float) * (size_t)(n_split + kThreads + kWarps);
 }
 
 extern "C" int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s) {
   if (a->B <= 0 || a->S <= 0) return 0;
   const long long rows = a->shared ? a->S : a->L;
-  kv_write_kernel<<<grid_for(a->B * a->kvh * rows * a->H), 256, 0, s>>>(*a);
-  int e = (int)cudaGetLastError();
-  if (e) return e;
+  int e = 0;
+  if (!a->fuse_kv) {
+    kv_write_kernel<<<grid_for(a->B * a->kvh * rows * a->H), 256, 0, s>>>(*a);
+    e = (int)cudaGetLastError();
+    if (e) return e;
+  }
   const long long hpg = a->nh / a->kvh, nblk = a->B * a->kvh * a->S;
   if (nblk > 2147483647LL || a->n_split > 65535) return (int)cudaErrorInvalidValue;
   const size_t smem = fbx_cuda_gqa_smem(hpg, a->H, a->split_len);
-  attend_kernel<<<dim3((unsigned)nblk, (unsigned)a->n_split), kThreads, smem, s>>>(*a);
+  /* float4 loads: rows of H floats at 16-byte aligned bases */
+  const bool vec4 = a->H % 4 == 0 && ((uintptr_t)a->pk & 15) == 0 && ((uintptr_t)a->pv & 15) == 0;
+  if (vec4) attend_kernel<4><<<dim3((unsigned)nblk, (unsigned)a->n_split), kThreads, smem, s>>>(*a);
+  else attend_kernel<1><<<dim3((unsigned)nblk, (unsigned)a->n_split), kThreads, smem, s>>>(*a);
   e = (int)cudaGetLastError();
   if (e || a->n_split == 1) return e;
   const long long nout = a->B * a->S * a->nh;
   if (nout > 2147483647LL) return (int)cudaErrorInvalidValue;
-  combine_kernel<<<(unsigned)nout, a->H >= 128 ? 128 : 32 * (unsigned)((a->H + 31) / 32), 0, s>>>(*a);
+  combine_kernel<<<(unsigned)nout, kThreads, fbx_cuda_gqa_combine_smem(a->n_split), s>>>(*a);
   return (int)cudaGetLastError();
 }

@@ -7,8 +7,12 @@
 //         op(B) = B^T): one warp per output, float4 loads along K, a warp
 //         shuffle reduction — streams a weight at close to HBM bandwidth
 //         with one warp per output row;
-//   "kn": B stored (K, N) row-major (the attention's K^T and V): 32 columns
-//         by 8 k-groups per block, partial sums reduced in shared memory.
+//   "kn": B stored (K, N) row-major (the attention's K^T and V, a weight
+//         MatMul did not transpose): 32 columns by G k-groups per block,
+//         partial sums reduced in shared memory; G = 32 when the columns
+//         give fewer blocks than the device holds twice over (a long-K
+//         projection with N = 896 has 28 blocks: with 8 groups each thread
+//         waited on 600 loads in a row, 17 MB streamed at 0.59 TB/s).
 // cuBLASLt picks gemv kernels for M = 1 too, but its heuristic call costs
 // ~70 us of host time per new shape (the attention's N or K grows every
 // decode step), and its fp32 gemv streamed 2-6 MB weights at 0.5-0.6 TB/s
@@ -44,10 +48,12 @@ __global__ void gemv_nk_kernel(const float *__restrict__ x, const float *__restr
   if (lane == 0) y[b * sy + n] = alpha * acc;
 }
 
-enum { KN_COLS = 32, KN_GROUPS = 8 };
+enum { KN_COLS = 32, KN_FEW_BLOCKS = 264 /* 2 per SM on an H200 */ };
 
-__global__ void gemv_kn_kernel(const float *__restrict__ x, const float *__restrict__ B, float *__restrict__ y,
-                               long long N, long long K, long long sx, long long sb, long long sy, float alpha) {
+template <int KN_GROUPS>
+__global__ void __launch_bounds__(KN_COLS *KN_GROUPS)
+    gemv_kn_kernel(const float *__restrict__ x, const float *__restrict__ B, float *__restrict__ y, long long N,
+                   long long K, long long sx, long long sb, long long sy, float alpha) {
   __shared__ float part[KN_GROUPS][KN_COLS + 1];
   long long n = blockIdx.x * (long long)KN_COLS + threadIdx.x;
   long long b = blockIdx.y;
@@ -77,8 +83,11 @@ extern "C" int fbx_cuda_launch_gemv(const float *x, const float *B, float *y, in
     gemv_nk_kernel<<<dim3((unsigned)blocks, (unsigned)batch), 256, 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha, vec4);
   } else {
     long long blocks = (N + KN_COLS - 1) / KN_COLS;
-    gemv_kn_kernel<<<dim3((unsigned)blocks, (unsigned)batch), dim3(KN_COLS, KN_GROUPS), 0, s>>>(x, B, y, N, K, sx, sb,
-                                                                                              sy, alpha);
+    dim3 grid((unsigned)blocks, (unsigned)batch);
+    if (blocks * batch < KN_FEW_BLOCKS && K >= 256)
+      gemv_kn_kernel<32><<<grid, dim3(KN_COLS, 32), 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha);
+    else
+      gemv_kn_kernel<8><<<grid, dim3(KN_COLS, 8), 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha);
   }
   return (int)cudaGetLastError();
 }

@@ -269,6 +269,7 @@ typedef struct fbx_cuda_gqa_args {
   int64_t B, S, nh, kvh, H, L, P;
   float scale, softcap;
   int interleaved, shared;
+  int fuse_kv;                 /* shared: the attention kernel stores the new rows (no kv_write launch) */
   int split_len, n_split;
   float *part;                 /* (B, S, nh, n_split, H + 2) when n_split > 1 */
   int *err_flag;
@@ -276,6 +277,8 @@ typedef struct fbx_cuda_gqa_args {
 
 /* Dynamic shared memory (bytes) one attention block needs. */
 size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len);
+/* Dynamic shared memory (bytes) of the combine kernel over n_split partials. */
+size_t fbx_cuda_gqa_combine_smem(int64_t n_split);
 int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s);
 
 #ifdef __cplusplus
