@@ -103,6 +103,7 @@ static void trace_run(fbx_ep_kernel *k, const fbx_exec_run_report *r, uint64_t t
   fbx_trace_session_device(s, r->allocs, r->host_syncs, r->graph_captures, r->graph_replays);
   /* every run: a device backend wraps only inputs in its own memory (a GPU OrtEpDevice), else 0 */
   fbx_trace_session_wrap(s, r->wrap_count, r->wrap_bytes);
+  if (r->copywrap_count) fbx_trace_session_copy_wrap(s, r->copywrap_count, r->copywrap_bytes);
   if (r->copyout_count) fbx_trace_session_copy_out(s, false, r->copyout_bytes);
   if (r->delta_count) fbx_trace_session_copy_out(s, true, r->delta_bytes);
   fbx_trace_session_phase(s, "eval", r->eval_ns);

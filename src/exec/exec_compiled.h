@@ -61,6 +61,8 @@ typedef struct fbx_exec_run_report {
   uint64_t eval_ns;           /* running the steps (incl. synchronize) */
   uint64_t copy_ns;           /* output copies */
   int64_t wrap_count, wrap_bytes;       /* inputs used in place */
+  int64_t copywrap_count, copywrap_bytes; /* device inputs copied into engine memory on the device: their
+                                           address moved from run to run (staged, exec_run.c) */
   int64_t copyout_count, copyout_bytes; /* outputs copied or written whole: not written in place,
                                            or an append output written to a buffer of its own
                                            (its past copied in) */

@@ -100,6 +100,10 @@ void fbx__ir_plan_destroy(fbx__ir_plan *p) {
   fbx_free(p->rt);
   fbx_free(p->in_buf);
   fbx_free(p->in_cap);
+  fbx_free(p->in_last);
+  fbx_free(p->in_stage);
+  fbx_free(p->out_last);
+  fbx_free(p->out_stage);
   fbx_free(p->host_step);
   fbx_free(p->need_dev);
   fbx_free(p->view);
@@ -451,7 +455,11 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   p->rt = fbx_calloc(nv, sizeof(fbx_tensor));
   p->in_buf = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
   p->in_cap = fbx_calloc((size_t)g->n_inputs + 1, sizeof(size_t));
+  p->in_last = fbx_calloc((size_t)g->n_inputs + 1, sizeof(void *));
+  p->in_stage = fbx_calloc((size_t)g->n_inputs + 1, sizeof(bool));
   size_t no = (size_t)g->n_outputs + 1;
+  p->out_last = fbx_calloc(no, sizeof(void *));
+  p->out_stage = fbx_calloc(no, sizeof(bool));
   p->app_node = fbx_malloc(nv * sizeof(int));
   p->app_out = fbx_calloc(nv, sizeof(int));
   p->app_in = fbx_calloc(nv, sizeof(int));
@@ -464,7 +472,7 @@ fbx_status *fbx__ir_plan_build(fbx_ir_graph *orig, fbx_backend *be, void *const 
   if (!dead || !p->steps || !p->states || !p->prepared || !p->fast_names || !p->sites || !p->slot_of ||
       !p->direct_out || !p->out_pos || !p->owned_const || !p->rt || !p->in_buf || !p->in_cap || !p->app_node ||
       !p->app_out || !p->app_in || !p->priv_ptr || !p->priv_cap || !p->out_bound || !p->out_alias || !p->out_mode ||
-      !p->out_delta) {
+      !p->out_delta || !p->in_last || !p->in_stage || !p->out_last || !p->out_stage) {
     st = FBX_ERR_OOM();
     goto fail;
   }

@@ -75,6 +75,10 @@ typedef struct fbx__ir_plan {
   void **owned_const;                  /* per value id: backend copy owned by this plan (or NULL) */
   fbx_tensor *rt;                      /* per value id: run-time tensor (shape + data) */
   void **in_buf; size_t *in_cap;       /* per graph input: device copy when !host_visible */
+  /* Staging (graphs on, device-memory io; exec_run.c): a device input or output whose address moved
+   * between two runs is copied through a plan-owned buffer from then on, so that a graph can replay */
+  void **in_last; bool *in_stage;      /* per graph input: last run's device address; staged (sticky) */
+  void **out_last; bool *out_stage;    /* per graph-output position: the same */
   /* Non-host-visible backends only (all NULL / false otherwise): */
   fbx_backend *host;                   /* runs the host steps; NULL: shape data is read back instead */
   bool *host_step;                     /* per node id: runs on host (its outputs are shape data, or feed some) */

@@ -51,7 +51,16 @@
  * (exec_plan.c): a GenAI decode is then the live steps that read the growing
  * attention_mask and one segment replayed per token. A plan that needs a
  * shape-data read-back is never captured; a
- * segment whose capture failed is not captured again. */
+ * segment whose capture failed is not captured again.
+ * Staging: a device-memory input or output (io) whose address moved between
+ * two runs (ORT allocated it anew: a host tensor it copies in or out, as
+ * onnxruntime's Python client binds numpy arrays) would change a segment's
+ * words every run, and no graph would ever replay. From then on (sticky) it
+ * goes through a plan-owned buffer: the input is copied there on the device
+ * before the steps (counted as a copy-wrap), the output is made there and
+ * copied out after them (a full copy-out). Only below FBX__IR_STAGE_MAX
+ * bytes: a moving large input (a past that is not shared) reads a growing
+ * past, whose steps are dynamic anyway. */
 #include <stdio.h>
 #include <string.h>
 
@@ -153,6 +162,29 @@ static fbx_status *fbx__ir_sig_tail_copy(fbx__ir_sig *dst, const fbx__ir_sig *a,
 
 /* Whether this pass records signatures (the backend can capture). */
 static bool fbx__ir_graphs(const fbx__ir_plan *p) { return p->be->vt->graph_begin && !p->graph_off; }
+
+enum { FBX__IR_STAGE_MAX = 4 << 20 }; /* bytes: larger moving buffers are not staged */
+
+/* Staging (see the top of this file): whether the device buffer d of `bytes`
+ * at input / output position `pos` goes through a plan buffer this run;
+ * *last holds the previous run's address, *staged the sticky decision. */
+static bool fbx__ir_stage(fbx__ir_plan *p, void **last, bool *staged, void *d, size_t bytes, const char *kind,
+                          int pos) {
+  if (!fbx__ir_graphs(p)) return false;
+  void *prev = *last;
+  *last = d;
+  if (!*staged && prev && d && prev != d && bytes && bytes <= FBX__IR_STAGE_MAX) {
+    *staged = true;
+    if (fbx_trace_enabled()) {
+      fbx_trace_arg a[] = {FBX_TARG_S("kind", kind), FBX_TARG_I("position", pos), FBX_TARG_I("bytes", (int64_t)bytes),
+                           FBX_TARG_S("reason", "its device address moved between two runs: copied on the device "
+                                                "through a plan buffer from now on, so that a graph can replay"),
+                           FBX_TARG_S("device", p->be->vt->name)};
+      fbx_trace_instant("fusebox.graph.staged", "device", a, 5);
+    }
+  }
+  return *staged && bytes;
+}
 
 /* Whether device buffer [d, d + bytes) overlaps a device input of this run. */
 static bool fbx__ir_aliases_input(const fbx__ir_plan *p, const void *d, size_t bytes) {
@@ -328,6 +360,8 @@ static fbx_status *fbx__ir_bind_out(fbx__ir_plan *p, int v, const fbx_tensor *t,
   if (alias < -1 || alias >= p->g->n_inputs) return FBX_ERR("output %d: output_fn named input %d", pos, alias);
   p->out_bound[pos] = d;
   p->out_alias[pos] = alias;
+  if (p->io && p->io->outputs_on_device && alias < 0)
+    (void)fbx__ir_stage(p, &p->out_last[pos], &p->out_stage[pos], d, fbx__ir_tensor_bytes(t), "output", pos);
   return NULL;
 }
 
@@ -365,6 +399,10 @@ fbx_status *fbx__ir_bind_step_out(fbx__ir_plan *p, int nid, int o, fbx_tensor *o
   if (in_place) {
     out->data = src->data;
     p->out_mode[pos] = FBX__IR_OUT_IN_PLACE;
+  } else if (dev_out && alias < 0 && p->out_stage[pos]) { /* staged: made in a plan buffer, copied out at the end */
+    FBX_TRY(fbx__ir_buf_ensure(p, &p->priv_ptr[v], &p->priv_cap[v], need));
+    out->data = p->priv_ptr[v];
+    p->out_mode[pos] = FBX__IR_OUT_LATE;
   } else if (direct && alias < 0 && !(dev_out && fbx__ir_aliases_input(p, p->out_bound[pos], need))) {
     out->data = p->out_bound[pos];
     p->out_mode[pos] = FBX__IR_OUT_DIRECT;
@@ -584,8 +622,20 @@ static fbx_status *fbx__ir_bind_inputs(fbx__ir_plan *p, const fbx_tensor *inputs
     int v = g->inputs[i];
     p->rt[v] = inputs[i];
     size_t b = fbx__ir_tensor_bytes(&inputs[i]);
-    if (p->be->vt->host_visible || (p->io && p->io->input_on_device && p->io->input_on_device[i])) {
+    bool dev_in = !p->be->vt->host_visible && p->io && p->io->input_on_device && p->io->input_on_device[i];
+    if (p->be->vt->host_visible || dev_in) {
       if (p->hdata) p->hdata[v] = NULL;
+      if (dev_in && fbx__ir_stage(p, &p->in_last[i], &p->in_stage[i], inputs[i].data, b, "input", i)) {
+        /* at least 4 KiB: a growing attention_mask regrows its buffer seldom */
+        FBX_TRY(fbx__ir_buf_ensure(p, &p->in_buf[i], &p->in_cap[i], b < 4096 ? 4096 : b));
+        FBX_TRY(p->be->vt->copy_device(p->be, p->in_buf[i], inputs[i].data, b));
+        p->rt[v].data = p->in_buf[i];
+        if (report) {
+          report->copywrap_count++;
+          report->copywrap_bytes += (int64_t)b;
+        }
+        continue;
+      }
       if (report) {
         report->wrap_count++;
         report->wrap_bytes += (int64_t)b;

@@ -28,6 +28,10 @@ typedef struct fbx_host_decoder {
   double last_run_s;            // seconds of the last Run (host wall clock; device mode: the ids upload,
                                 // the Run and the logits download)
   struct fbx_host_devkv *dev;   // device mode (fbx_host_decoder_init_shared_device), else NULL
+  int dev_host_io;              // device mode with input_ids, attention_mask and logits as host tensors
+                                // bound every step (ORT copies them through Fusebox's data transfer,
+                                // into and out of device buffers it allocates per Run), as
+                                // onnxruntime's Python client does with numpy arrays; set after init
 } fbx_host_decoder;
 
 // Inspect the session and set up an empty cache. d is overwritten.

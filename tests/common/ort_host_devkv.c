@@ -150,32 +150,50 @@ char *fbx__host_devkv_step(fbx_host_decoder *d, const fbx_host_tensor *in, size_
     if ((err = fbx_host_tensor_alloc(&d->logits, "logits", FBX_HOST_F32, 3, ld))) return err;
   }
   double t0 = fbx_host_now();
-  if (k->bound_n != n) { /* a step of another length: new (1, n) / (1, n, V) views, bound */
-    if (k->ids_view) k->api->ReleaseValue(k->ids_view);
-    if (k->logits_view) k->api->ReleaseValue(k->logits_view);
-    k->ids_view = k->logits_view = NULL;
+  OrtValue *hids = NULL, *hlogits = NULL;
+  int64_t *ones = NULL;
+  if (d->dev_host_io) { /* host tensors, bound anew every step: ORT moves them */
     k->bound_n = 0;
-    err = dev__view(k, k->ids_p, idd, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), &k->ids_view);
-    if (!err) err = DEV_OK(BindInput(k->io, "input_ids", k->ids_view));
-    if (!err) err = dev__view(k, k->logits_p, ld, 3, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, sizeof(float), &k->logits_view);
-    if (!err) err = DEV_OK(BindOutput(k->io, "logits", k->logits_view));
-    if (!err) k->bound_n = n;
-  }
-  if (!err) err = dev__copy(k, in[0].data, idd, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), k->ids_view, 0);
-  if (!err && d->has_attention_mask) {
-    err = dev__view(k, k->mask_p, md, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), &mask);
-    if (!err) err = DEV_OK(BindInput(k->io, "attention_mask", mask));
-  }
-  for (size_t i = 1; !err && i < n_own; i++) { /* position_ids: a host tensor, ORT copies it */
-    if (!in[i].name || strcmp(in[i].name, "position_ids") != 0) continue;
-    err = DEV_OK(CreateTensorWithDataAsOrtValue(k->cpu, in[i].data, in[i].nbytes, in[i].dims, (size_t)in[i].rank,
-                                                ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &pos));
-    if (!err) err = DEV_OK(BindInput(k->io, "position_ids", pos));
+    err = DEV_OK(CreateTensorWithDataAsOrtValue(k->cpu, in[0].data, in[0].nbytes, idd, 2,
+                                                ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &hids));
+    if (!err) err = DEV_OK(BindInput(k->io, "input_ids", hids));
+    if (!err) err = DEV_OK(CreateTensorWithDataAsOrtValue(k->cpu, d->logits.data, d->logits.nbytes, ld, 3,
+                                                          ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &hlogits));
+    if (!err) err = DEV_OK(BindOutput(k->io, "logits", hlogits));
+    if (!err && d->has_attention_mask) {
+      if (!(ones = malloc(sizeof(int64_t) * (size_t)md[1]))) err = fbx_host_errf("decoder: out of memory");
+      for (int64_t i = 0; !err && i < md[1]; i++) ones[i] = 1;
+      if (!err) err = DEV_OK(CreateTensorWithDataAsOrtValue(k->cpu, ones, sizeof(int64_t) * (size_t)md[1], md, 2,
+                                                            ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &mask));
+      if (!err) err = DEV_OK(BindInput(k->io, "attention_mask", mask));
+    }
+  } else {
+    if (k->bound_n != n) { /* a step of another length: new (1, n) / (1, n, V) views, bound */
+      if (k->ids_view) k->api->ReleaseValue(k->ids_view);
+      if (k->logits_view) k->api->ReleaseValue(k->logits_view);
+      k->ids_view = k->logits_view = NULL;
+      k->bound_n = 0;
+      err = dev__view(k, k->ids_p, idd, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), &k->ids_view);
+      if (!err) err = DEV_OK(BindInput(k->io, "input_ids", k->ids_view));
+      if (!err)
+        err = dev__view(k, k->logits_p, ld, 3, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, sizeof(float), &k->logits_view);
+      if (!err) err = DEV_OK(BindOutput(k->io, "logits", k->logits_view));
+      if (!err) k->bound_n = n;
+    }
+    if (!err)
+      err = dev__copy(k, in[0].data, idd, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), k->ids_view, 0);
+    if (!err && d->has_attention_mask) {
+      err = dev__view(k, k->mask_p, md, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, sizeof(int64_t), &mask);
+      if (!err) err = DEV_OK(BindInput(k->io, "attention_mask", mask));
+    }
   }
   if (!err) err = DEV_OK(RunWithBinding(fbx_host_session_ort(d->s), NULL, k->io));
-  if (!err)
+  if (!err && !d->dev_host_io)
     err = dev__copy(k, d->logits.data, ld, 3, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, sizeof(float), k->logits_view, 1);
   d->last_run_s = fbx_host_now() - t0;
+  if (hids) k->api->ReleaseValue(hids);
+  if (hlogits) k->api->ReleaseValue(hlogits);
+  free(ones);
   if (mask) k->api->ReleaseValue(mask);
   if (pos) k->api->ReleaseValue(pos);
   if (!err) d->past_len += n;
