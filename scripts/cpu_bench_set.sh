@@ -39,8 +39,8 @@ for t in $THREADS; do
     $pin "$FB" generate "$M/genai_qwen05b_q4.onnx" --prompt-len 128 --new-tokens 16 --rounds 2 --threads "$t" 2>&1 | grep -E "prefill|ratio|sequences"
   fi
   [ -n "$det" ] && $pin "$FB" bench "$det" --shape x=1x3x640x640 --threads "$t" --iters 20 --block 10 2>&1 | tail -3
-  [ -n "$rec" ] && $pin "$FB" bench "$rec" --threads "$t" --iters 40 --block 20 2>&1 | tail -3
-  [ -n "$cls" ] && $pin "$FB" bench "$cls" --threads "$t" --iters 400 --block 100 2>&1 | tail -3
+  [ -n "$rec" ] && $pin "$FB" bench "$rec" --shape x=1x3x48x320 --threads "$t" --iters 40 --block 20 2>&1 | tail -3
+  [ -n "$cls" ] && $pin "$FB" bench "$cls" --shape x=1x3x48x192 --threads "$t" --iters 400 --block 100 2>&1 | tail -3
   $pin "$BUILD/bench/bench_vad" --threads "$t" 2>&1 | tail -2
   $pin "$FB" bench "$M/bert_q_base.onnx" --threads "$t" --iters 40 --block 20 2>&1 | tail -3
   $pin "$FB" bench "$M/bert_q_base_m1.onnx" --threads "$t" --iters 300 2>&1 | tail -3
