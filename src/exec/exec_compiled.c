@@ -5,6 +5,7 @@
 
 #include "../base/alloc.h"
 #include "../base/checked.h"
+#include "../ir/ir_passes.h"
 #include "../trace/trace.h"
 #include "exec_plan.h"
 
@@ -183,6 +184,14 @@ static fbx_status *fbx__ir_compiled_new(fbx_ir_graph *g, bool owns, fbx_backend 
   if (opt && opt->host && (!opt->host->vt || !opt->host->vt->host_visible)) {
     if (owns) fbx_ir_graph_destroy(g);
     return FBX_ERR_ARG("fbx_exec_compiled_create: the host backend must be host-visible");
+  }
+  if (owns) { /* graph rewrites that change node ids: before anything is keyed by them */
+    int packed = 0;
+    fbx_status *pst = fbx_ir_pack_qkv(g, &packed);
+    if (pst) {
+      fbx_ir_graph_destroy(g);
+      return pst;
+    }
   }
   fbx_exec_compiled *c = fbx_calloc(1, sizeof(*c));
   if (!c) {

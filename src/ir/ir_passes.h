@@ -17,4 +17,10 @@ fbx_status *fbx__ir_fuse(fbx_ir_graph *g, bool *dead, const char **fast_names);
  * the Transpose is marked dead when nothing else reads it (ir_matmul_tb.c). */
 fbx_status *fbx__ir_fold_transpose_matmul(fbx_ir_graph *g, bool *dead);
 
+/* GroupQueryAttention fed by three MatMulNBits of one activation (q, k, v
+ * projections) -> one MatMulNBits over the stacked weights feeding the
+ * attention's packed-QKV form (ir_pack_qkv.c). On a whole graph before any
+ * plan exists: node ids change. *packed: attentions rewritten. */
+fbx_status *fbx_ir_pack_qkv(fbx_ir_graph *g, int *packed);
+
 #endif

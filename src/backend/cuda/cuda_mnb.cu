@@ -54,21 +54,33 @@ template <int BITS, int MT, int NC>
 __device__ __forceinline__ void gemv_acc(const fbx_cuda_mnb_args &a, long long n0, long long m0, long long ch0,
                                          long long step, float (&acc)[NC][MT]) {
   constexpr int VPW = BITS == 4 ? 8 : 4;  // values per 32-bit word
-  const long long K = a.K, kb = a.kb, bs = a.block_size;
+  const long long K = a.K, kb = a.kb;
+  const int bsh = __ffs(a.block_size) - 1;  // block_size is a power of two (claim): k / bs = k >> bsh
   const long long chunks = a.col_stride / 16;
   for (long long ch = ch0; ch < chunks; ch += step) {
     unsigned words[NC][4];
+    float sc[NC][4], szs[NC][4];
 #pragma unroll
     for (int c = 0; c < NC; c++) {  // all loads first: NC independent 16-byte requests in flight
       uint4 q4 = make_uint4(0u, 0u, 0u, 0u);
       if (n0 + c < a.N) q4 = __ldg((const uint4 *)(a.w + (n0 + c) * a.col_stride) + ch);
       words[c][0] = q4.x, words[c][1] = q4.y, words[c][2] = q4.z, words[c][3] = q4.w;
     }
+    // the words' scales and scale * zero points, loaded beside the words (no branch between: an
+    // earlier version loaded them word by word after the words arrived, one more round trip)
+#pragma unroll
+    for (int c = 0; c < NC; c++)
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const long long k0 = (ch * 4 + j) * VPW, at = (n0 + c) * kb + (k0 >> bsh);
+        const bool ok = n0 + c < a.N && k0 < K;
+        sc[c][j] = ok ? __ldg(a.scale + at) : 0.f;
+        szs[c][j] = ok ? __ldg(a.sz + at) : 0.f;
+      }
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       const long long k0 = (ch * 4 + j) * VPW;
       if (k0 >= K) break;  // column padding (the rest of the chunk is padding too)
-      const long long blk = k0 / bs;
       const bool full = k0 + VPW <= K;
       float x[MT][VPW];
 #pragma unroll
@@ -92,7 +104,7 @@ __device__ __forceinline__ void gemv_acc(const fbx_cuda_mnb_args &a, long long n
       for (int c = 0; c < NC; c++) {
         if (n0 + c >= a.N) break;
         float v[VPW];
-        word_vals<BITS>(words[c][j], __ldg(a.scale + (n0 + c) * kb + blk), __ldg(a.sz + (n0 + c) * kb + blk), v);
+        word_vals<BITS>(words[c][j], sc[c][j], szs[c][j], v);
 #pragma unroll
         for (int r = 0; r < MT; r++)
 #pragma unroll
@@ -167,7 +179,7 @@ __global__ void dequant_kernel(const fbx_cuda_mnb_args a, long long n0, long lon
   const long long total = nn * wpc;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total;
        t += (long long)gridDim.x * blockDim.x) {
-    const long long i = t / wpc, wi = t % wpc, n = n0 + i, k0 = wi * VPW, blk = k0 / a.block_size;
+    const long long i = t / wpc, wi = t % wpc, n = n0 + i, k0 = wi * VPW, blk = k0 >> (__ffs(a.block_size) - 1);
     const unsigned wd = __ldg((const unsigned *)(a.w + n * a.col_stride) + wi);
     float v[VPW];
     word_vals<BITS>(wd, __ldg(a.scale + n * a.kb + blk), __ldg(a.sz + n * a.kb + blk), v);
