@@ -273,7 +273,7 @@ static void test_matmul(void) {
 
 int main(void) {
   int npaths = 0;
-  for (int p = FBX_QG_SCALAR; p <= FBX_QG_VNNI; p++) {
+  for (int p = FBX_QG_SCALAR; p <= FBX_QG_LAST; p++) {
     if (!fbx_cpu_qg_available((fbx_qg_path)p)) {
       printf("path %s: not on this CPU (skipped)\n", fbx_cpu_qg_name((fbx_qg_path)p));
       continue;
@@ -283,7 +283,7 @@ int main(void) {
   }
   for (int threads = 1; threads <= 2; threads++) {
     test_setup(threads);
-    for (int p = FBX_QG_SCALAR; p <= FBX_QG_VNNI; p++) {
+    for (int p = FBX_QG_SCALAR; p <= FBX_QG_LAST; p++) {
       if (!fbx_cpu_qg_available((fbx_qg_path)p)) continue;
       fbx_cpu_qg_force((fbx_qg_path)p);
       test_conv();

@@ -261,7 +261,7 @@ fbx_status *fbx_cpu_k_CONV_INT(FBX_CPU_KERNEL_ARGS) {
   j.alpha = alpha;
   j.x = x->data;
   j.y = y->data;
-  info->variant = j.path == FBX_QG_VNNI ? "conv_int_vnni512" : j.path == FBX_QG_AVX2 ? "conv_int_avx2" : "conv_int_scalar";
+  info->variant = j.path == FBX_QG_AMX ? "conv_int_amx" : j.path == FBX_QG_VNNI ? "conv_int_vnni512" : j.path == FBX_QG_AVX2 ? "conv_int_avx2" : "conv_int_scalar";
   info->reason = j.pointwise ? "1x1: X rows packed in place + int GEMM (int32 accumulation, exact)"
                              : "im2col per output tile (padding = x_zero_point) + int GEMM (int32 accumulation, exact)";
   fbx_cpu_par(c, j.N * j.G * j.ntiles * j.mblocks, 1, fbx__qc_task, &j);

@@ -151,7 +151,7 @@ static FBX__QD_TGT void fbx__qd_task(void *arg, int64_t t0, int64_t t1, int work
 bool fbx_cpu_qconv_direct_ok(const fbx_qconv_direct *p) {
   /* measured (bench_qconv): ahead of im2col + GEMM from OW = 48 on (at OW <= 32 the 32-wide
    * blocks run half empty); a 1x1 conv needs no im2col anyway */
-  return fbx_cpu_qg_best() == FBX_QG_VNNI && p->OW >= 48 && p->kh * p->kw > 1;
+  return fbx_cpu_qg_best() >= FBX_QG_VNNI && p->OW >= 48 && p->kh * p->kw > 1;
 }
 
 size_t fbx_cpu_qconv_direct_ws(const fbx_qconv_direct *p) {

@@ -17,22 +17,27 @@ bool fbx_cpu_qg_available(fbx_qg_path p) {
     case FBX_QG_VNNI:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni");
+    case FBX_QG_AMX: return fbx_cpu_qg_available(FBX_QG_VNNI) && fbx__qg_amx_usable();
   }
   return false;
 }
 
 const char *fbx_cpu_qg_name(fbx_qg_path p) {
-  return p == FBX_QG_VNNI ? "vnni512" : p == FBX_QG_AVX2 ? "avx2_madd16" : "scalar";
+  return p == FBX_QG_AMX ? "amx_int8" : p == FBX_QG_VNNI ? "vnni512" : p == FBX_QG_AVX2 ? "avx2_madd16" : "scalar";
 }
 
 fbx_qg_path fbx_cpu_qg_best(void) {
   int b = __atomic_load_n(&fbx__qg_cpu, __ATOMIC_RELAXED);
   if (b < 0) {
-    b = fbx_cpu_qg_available(FBX_QG_VNNI) ? FBX_QG_VNNI : fbx_cpu_qg_available(FBX_QG_AVX2) ? FBX_QG_AVX2 : FBX_QG_SCALAR;
+    b = fbx_cpu_qg_available(FBX_QG_AMX)    ? FBX_QG_AMX
+        : fbx_cpu_qg_available(FBX_QG_VNNI) ? FBX_QG_VNNI
+        : fbx_cpu_qg_available(FBX_QG_AVX2) ? FBX_QG_AVX2
+                                            : FBX_QG_SCALAR;
     const char *e = getenv("FUSEBOX_QGEMM");
     int cap = b;
     if (e && strcmp(e, "scalar") == 0) cap = FBX_QG_SCALAR;
     else if (e && strcmp(e, "avx2") == 0) cap = FBX_QG_AVX2;
+    else if (e && strcmp(e, "vnni") == 0) cap = FBX_QG_VNNI;
     if (cap < b) b = cap;
     __atomic_store_n(&fbx__qg_cpu, b, __ATOMIC_RELAXED);
   }
@@ -41,13 +46,18 @@ fbx_qg_path fbx_cpu_qg_best(void) {
 
 void fbx_cpu_qg_force(fbx_qg_path p) { __atomic_store_n(&fbx__qg_cpu, (int)p, __ATOMIC_RELAXED); }
 
-int64_t fbx_cpu_qg_kpad(fbx_qg_path p, int64_t K) { return p == FBX_QG_VNNI ? (K + 3) / 4 * 4 : (K + 1) / 2 * 2; }
-size_t fbx_cpu_qg_esz(fbx_qg_path p) { return p == FBX_QG_VNNI ? 1 : 2; }
+/* VNNI and AMX share domains and layouts (bytes); AMX pads K to whole tile rows of 64 */
+static bool fbx__qg_bytes(fbx_qg_path p) { return p == FBX_QG_VNNI || p == FBX_QG_AMX; }
+
+int64_t fbx_cpu_qg_kpad(fbx_qg_path p, int64_t K) {
+  return p == FBX_QG_AMX ? (K + 63) / 64 * 64 : p == FBX_QG_VNNI ? (K + 3) / 4 * 4 : (K + 1) / 2 * 2;
+}
+size_t fbx_cpu_qg_esz(fbx_qg_path p) { return fbx__qg_bytes(p) ? 1 : 2; }
 size_t fbx_cpu_qg_panel_bytes(fbx_qg_path p, int64_t K) {
   return (size_t)fbx_cpu_qg_kpad(p, K) * FBX_QG_NR * fbx_cpu_qg_esz(p);
 }
-int fbx_cpu_qg_oa(fbx_qg_path p, bool a_signed) { return p == FBX_QG_VNNI && !a_signed ? 128 : 0; }
-int fbx_cpu_qg_ob(fbx_qg_path p, bool b_signed) { return p == FBX_QG_VNNI && b_signed ? -128 : 0; }
+int fbx_cpu_qg_oa(fbx_qg_path p, bool a_signed) { return fbx__qg_bytes(p) && !a_signed ? 128 : 0; }
+int fbx_cpu_qg_ob(fbx_qg_path p, bool b_signed) { return fbx__qg_bytes(p) && b_signed ? -128 : 0; }
 
 void fbx_cpu_qg_pack_a(fbx_qg_path p, const uint8_t *a, int64_t lda, bool a_signed, int64_t M, int64_t K, void *ap,
                        int32_t *rs) {
@@ -55,7 +65,7 @@ void fbx_cpu_qg_pack_a(fbx_qg_path p, const uint8_t *a, int64_t lda, bool a_sign
   for (int64_t m = 0; m < M; m++) {
     const uint8_t *src = a + m * lda;
     uint32_t s = 0;
-    if (p == FBX_QG_VNNI) {
+    if (fbx__qg_bytes(p)) {
       int8_t *d = (int8_t *)ap + m * kp;
       uint8_t x = a_signed ? 0 : 0x80; /* u8 -> s8 domain: a' = a - 128 */
       for (int64_t k = 0; k < K; k++) {
@@ -149,7 +159,8 @@ static void fbx__qg_kernel_scalar(const void *ap, int64_t M, int64_t K, const in
 void fbx_cpu_qg_pack_b(fbx_qg_path p, const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width,
                        void *panels, int32_t *cs) {
   switch (p) {
-    case FBX_QG_VNNI: fbx__qg_pack_b_vnni(rows, b_signed, K, width, panels, cs); return;
+    case FBX_QG_AMX:
+    case FBX_QG_VNNI: fbx__qg_pack_b_vnni(rows, b_signed, K, fbx_cpu_qg_kpad(p, K), width, panels, cs); return;
     case FBX_QG_AVX2: fbx__qg_pack_b_avx2(rows, b_signed, K, width, panels, cs); return;
     default: fbx__qg_pack_b_scalar(rows, b_signed, K, width, panels, cs); return;
   }
@@ -159,7 +170,10 @@ void fbx_cpu_qg_kernel_out(fbx_qg_path p, const void *ap, int64_t M, int64_t K, 
                            const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
                            int64_t ldy, const fbx_qg_out *o) {
   switch (p) {
-    case FBX_QG_VNNI: fbx__qg_kernel_vnni(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
+    case FBX_QG_AMX: fbx__qg_kernel_amx(ap, M, fbx_cpu_qg_kpad(p, K), rs, alpha, panels, width, beta, cb, y, ldy, o); return;
+    case FBX_QG_VNNI:
+      fbx__qg_kernel_vnni(ap, M, fbx_cpu_qg_kpad(p, K), rs, alpha, panels, width, beta, cb, y, ldy, o);
+      return;
     case FBX_QG_AVX2: fbx__qg_kernel_avx2(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
     default: fbx__qg_kernel_scalar(ap, M, K, rs, alpha, panels, width, beta, cb, y, ldy, o); return;
   }

@@ -9,6 +9,10 @@
  * Each path stores A and B in its own "domain" a' = a - oa, b' = b - ob:
  *   VNNI (AVX-512 vpdpbusd, u8 x s8 -> int32): B as u8 (s8 input: b' = b ^ 0x80,
  *        ob = -128), A as s8 (u8 input: a' = a ^ 0x80, oa = 128); bytes.
+ *   AMX (Intel AMX-INT8 tdpbsud, s8 x u8 -> int32): the VNNI domains and layouts, with
+ *        K padded to 64 (one tile row of A, 16 tile rows of a B panel, per 64 k); a panel
+ *        of 16 columns is exactly a B tile. Rows of a block past a multiple of 16 run on
+ *        the VNNI kernel over the same packed data.
  *   AVX2 (vpmaddwd on int16 widened values: vpmaddubsw's int16 pair sums would
  *        saturate) and SCALAR: int16 values, oa = ob = 0.
  * Then with alpha[m] = oa - za[m], beta[n] = ob - zb[n], rs[m] = sum_k a'[m,k],
@@ -27,7 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum fbx_qg_path { FBX_QG_SCALAR = 0, FBX_QG_AVX2 = 1, FBX_QG_VNNI = 2 } fbx_qg_path;
+typedef enum fbx_qg_path { FBX_QG_SCALAR = 0, FBX_QG_AVX2 = 1, FBX_QG_VNNI = 2, FBX_QG_AMX = 3 } fbx_qg_path;
+#define FBX_QG_LAST FBX_QG_AMX /* tests loop over every path up to it */
 
 #define FBX_QG_NR 16 /* columns per B panel */
 
@@ -101,10 +106,21 @@ void fbx__qg_pack_b_avx2(const uint8_t *const *rows, bool b_signed, int64_t K, i
 void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                          const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
                          int64_t ldy, const fbx_qg_out *o);
-void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width, void *panels,
-                         int32_t *cs);
-void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+/* VNNI and AMX: kp = the path's kpad(K) (a multiple of 4). */
+void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t kp, int64_t width,
+                         void *panels, int32_t *cs);
+void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t kp, const int32_t *rs, const int32_t *alpha,
                          const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
                          int64_t ldy, const fbx_qg_out *o);
+/* Rows [0, mr) (mr <= 32) of a block of np (1 or 2) panels whose sum_k a'b' is in acc (row r,
+ * column j of panel h at acc[r * 32 + h * 16 + j]): the correction terms, the epilogue o (already
+ * moved to the block) and the store, as the VNNI kernel finishes its blocks. */
+void fbx__qg_finish_vnni(const int32_t *acc, int mr, int np, int64_t w, const int32_t *rs, const int32_t *alpha,
+                         const int32_t *beta, const int32_t *cb, int32_t *y, int64_t ldy, const fbx_qg_out *o);
+/* AMX: whether the CPU has AMX-INT8 and Linux granted this process the tile data (once). */
+bool fbx__qg_amx_usable(void);
+void fbx__qg_kernel_amx(const void *ap, int64_t M, int64_t kp, const int32_t *rs, const int32_t *alpha,
+                        const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,
+                        int64_t ldy, const fbx_qg_out *o);
 
 #endif

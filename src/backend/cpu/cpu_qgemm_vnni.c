@@ -12,9 +12,9 @@
 
 #define FBX__QV_TGT __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-FBX__QV_TGT void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t width,
-                                     void *panels, int32_t *cs) {
-  int64_t kp = fbx_cpu_qg_kpad(FBX_QG_VNNI, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
+FBX__QV_TGT void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, int64_t K, int64_t kp,
+                                     int64_t width, void *panels, int32_t *cs) {
+  int64_t np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
   const __m128i flip = _mm_set1_epi8(b_signed ? (char)0x80 : 0);
   const __m512i ones = _mm512_set1_epi8(1);
   uint8_t tmp[4][16];
@@ -119,6 +119,26 @@ fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const in
   }
 }
 
+FBX__QV_TGT void fbx__qg_finish_vnni(const int32_t *acc, int mr, int np, int64_t w, const int32_t *rs,
+                                     const int32_t *alpha, const int32_t *beta, const int32_t *cb, int32_t *y,
+                                     int64_t ldy, const fbx_qg_out *o) {
+  for (int h = 0; h < np; h++) {
+    int64_t wh = w - h * FBX_QG_NR;
+    if (wh <= 0) break;
+    __mmask16 mk = wh >= FBX_QG_NR ? (__mmask16)0xffff : (__mmask16)((1u << wh) - 1u);
+    __m512i be = _mm512_loadu_si512(beta + h * FBX_QG_NR), cv = _mm512_loadu_si512(cb + h * FBX_QG_NR);
+    for (int r = 0; r < mr; r++) {
+      __m512i a = _mm512_loadu_si512(acc + r * 32 + h * FBX_QG_NR);
+      __m512i v = _mm512_add_epi32(a, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs[r])),
+                                                       _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha[r]))));
+      if (o)
+        _mm512_mask_storeu_ps(y + r * ldy + h * FBX_QG_NR, mk, fbx__qv_out(o, v, r, h * FBX_QG_NR, mk));
+      else
+        _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
+    }
+  }
+}
+
 /* One out-of-line function per block shape (16 small functions behind the switch instead of one
  * that inlines all of them). */
 #define FBX__QV_FN(R, NPV)                                                                                  \
@@ -134,10 +154,10 @@ FBX__QV_FN(1, 2) FBX__QV_FN(2, 2) FBX__QV_FN(3, 2) FBX__QV_FN(4, 2)
 FBX__QV_FN(5, 2) FBX__QV_FN(6, 2) FBX__QV_FN(7, 2) FBX__QV_FN(8, 2)
 #undef FBX__QV_FN
 
-FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
+FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t kp, const int32_t *rs, const int32_t *alpha,
                                      const void *panels, int64_t width, const int32_t *beta, const int32_t *cb,
                                      int32_t *y, int64_t ldy, const fbx_qg_out *o) {
-  int64_t kp = fbx_cpu_qg_kpad(FBX_QG_VNNI, K), np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
+  int64_t np = (width + FBX_QG_NR - 1) / FBX_QG_NR;
   size_t pb = (size_t)kp * FBX_QG_NR;
   const uint8_t *A = ap, *P = panels;
   for (int64_t m = 0; m < M; m += 8) {

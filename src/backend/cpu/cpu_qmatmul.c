@@ -356,9 +356,10 @@ fbx_status *fbx_cpu_k_MATMUL_INT(FBX_CPU_KERNEL_ARGS) {
   j.pstep = j.nmb >= 2 * nt ? j.np : (j.np + 2 * nt - 1) / (2 * nt);
   if (j.pstep < 1) j.pstep = 1;
   j.npb = (j.np + j.pstep - 1) / j.pstep;
-  const char *vn[3][2] = {{"matmul_int_scalar", "matmul_int_scalar_prepacked"},
-                          {"matmul_int_avx2", "matmul_int_avx2_prepacked"},
-                          {"matmul_int_vnni512", "matmul_int_vnni512_prepacked"}};
+  const char *vn[FBX_QG_LAST + 1][2] = {{"matmul_int_scalar", "matmul_int_scalar_prepacked"},
+                                        {"matmul_int_avx2", "matmul_int_avx2_prepacked"},
+                                        {"matmul_int_vnni512", "matmul_int_vnni512_prepacked"},
+                                        {"matmul_int_amx", "matmul_int_amx_prepacked"}};
   info->variant = vn[j.path][pre];
   info->reason = pre ? (j.out ? "constant B packed at compile + int GEMM, Cast/Mul/Add/Erf epilogue in registers (no int32 store)"
                               : prog ? "constant B packed at compile + int GEMM + generic epilogue per block"
