@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #include "cpu_test_util.h"
+#include "../../src/backend/cpu/cpu_simd.h"
+#include "../../src/backend/cpu/cpu_simd512.h"
 
 /* Sample density: log2 of the bit-pattern strides. The sanitizer build checks
  * memory, not values, and runs ~30x slower: a 16x sparser sample there. */
@@ -316,9 +318,45 @@ static void test_specials(float *y) {
   }
 }
 
+/* fbx__exp512 / fbx__erf512 (the AVX-512 kernels' epilogues) against the 8-lane forms, bit for bit,
+ * over the whole sample (NaNs compared as NaN) */
+static FBX__S512_TGT int64_t diff512(int erf, int64_t *first) {
+  int64_t bad = 0;
+  *first = -1;
+  for (int64_t i = 0; i + 16 <= g_n; i += 16) {
+    float a[16], b[16];
+    __m512 v = _mm512_loadu_ps(g_x + i);
+    _mm512_storeu_ps(a, erf ? fbx__erf512(v) : fbx__exp512(v));
+    for (int h = 0; h < 2; h++) {
+      __m256 w = _mm256_loadu_ps(g_x + i + 8 * h);
+      _mm256_storeu_ps(b + 8 * h, erf ? fbx__erf256(w) : fbx__exp256(w));
+    }
+    for (int j = 0; j < 16; j++)
+      if (memcmp(&a[j], &b[j], 4) && !(isnan(a[j]) && isnan(b[j]))) {
+        if (*first < 0) *first = i + j;
+        bad++;
+      }
+  }
+  return bad;
+}
+
+static void test_simd512(void) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) {
+    printf("exp512 / erf512: no AVX-512 on this CPU (skipped)\n");
+    return;
+  }
+  for (int erf = 0; erf < 2; erf++) {
+    int64_t first = -1, bad = diff512(erf, &first);
+    check(bad == 0, "%s512 equals %s256 bit for bit over %lld floats: %lld differ (first x = %a)", erf ? "erf" : "exp",
+          erf ? "erf" : "exp", (long long)g_n, (long long)bad, first >= 0 ? (double)g_x[first] : 0.0);
+  }
+}
+
 int main(void) {
   test_setup(2);
   make_sample();
+  test_simd512();
   float *y = malloc((size_t)g_n * sizeof(float));
   printf("sample: %lld floats\n", (long long)g_n);
   for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i++) test_case(&k_cases[i], y);

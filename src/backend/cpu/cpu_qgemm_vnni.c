@@ -9,6 +9,7 @@
 
 #include "cpu_qgemm.h"
 #include "cpu_simd.h"
+#include "cpu_simd512.h"
 
 #define FBX__QV_TGT __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
@@ -49,7 +50,8 @@ FBX__QV_TGT void fbx__qg_pack_b_vnni(const uint8_t *const *rows, bool b_signed, 
 
 /* The float epilogue of cpu_qgemm.h on one vector (row r, columns col .. col+15, mask mk). The
  * empty asm after each op keeps the compiler from contracting a Mul and an Add into one FMA; Erf
- * runs as two 8-lane halves (fbx__erf256, the interpreter's). */
+ * is fbx__erf512, bit for bit the interpreter's fbx__erf256 on 16 lanes (it ran as two 8-lane halves:
+ * most of the epilogue's time in a quantized BERT's FFN). */
 static inline __attribute__((always_inline)) FBX__QV_TGT __m512 fbx__qv_out(const fbx_qg_out *o, __m512i acc,
                                                                             int64_t r, int64_t col, __mmask16 mk) {
   __m512 v = _mm512_cvtepi32_ps(acc), sl[FBX_QG_OUT_SLOTS];
@@ -59,10 +61,8 @@ static inline __attribute__((always_inline)) FBX__QV_TGT __m512 fbx__qv_out(cons
       sl[o->step[s].slot] = v;
       continue;
     }
-    if (kind == FBX_QG_OUT_ERF) {
-      __m256 lo = fbx__erf256(_mm512_castps512_ps256(v));
-      __m256 hi = fbx__erf256(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-      v = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+    if (kind == FBX_QG_OUT_ERF) { /* fbx__erf512: fbx__erf256's bits on 16 lanes */
+      v = fbx__erf512(v);
       continue;
     }
     __m512 k = src == FBX_QG_OUT_SLOT     ? sl[o->step[s].slot]
