@@ -96,8 +96,9 @@ typedef struct fbx__ir_plan {
                                           be written in place (a graph output whose appended input is a
                                           graph input no other step reads), else -1 */
   int *app_out, *app_in;               /* per value id: that output's index; the graph-input index */
-  void **priv_ptr; size_t *priv_cap;   /* per value id (host-visible): a direct output whose buffer is an
-                                          input's is computed here and copied at the end */
+  void **priv_ptr; size_t *priv_cap;   /* per value id: a direct output whose buffer is an input's
+                                          (host-visible), or a staged device output, is computed here
+                                          and copied at the end */
   void **out_bound;                    /* per graph-output position, this run: output_fn's buffer or NULL */
   int *out_alias;                      /*   its same_as_input */
   unsigned char *out_mode;             /*   fbx__ir_out_mode */

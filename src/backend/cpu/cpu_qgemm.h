@@ -93,6 +93,17 @@ static inline bool fbx_cpu_qg_out_moves(const fbx_qg_out *o, int s) {
   return o->step[s].kind == FBX_QG_OUT_BIN && (o->step[s].src == FBX_QG_OUT_COL || o->step[s].src == FBX_QG_OUT_TENSOR);
 }
 
+/* o with its operands moved to a block: TENSOR steps by tensor_off floats, COL steps by col_off; the
+ * copy goes to *buf. NULL when o is (no epilogue). */
+static inline const fbx_qg_out *fbx_cpu_qg_out_at(const fbx_qg_out *o, int64_t tensor_off, int64_t col_off,
+                                                  fbx_qg_out *buf) {
+  if (!o) return NULL;
+  *buf = *o;
+  for (int s = 0; s < buf->n_steps; s++)
+    if (fbx_cpu_qg_out_moves(buf, s)) buf->step[s].p += buf->step[s].src == FBX_QG_OUT_TENSOR ? tensor_off : col_off;
+  return buf;
+}
+
 /* fbx_cpu_qg_kernel with the float epilogue o (NULL: the int32 store). */
 void fbx_cpu_qg_kernel_out(fbx_qg_path p, const void *ap, int64_t M, int64_t K, const int32_t *rs, const int32_t *alpha,
                            const void *panels, int64_t width, const int32_t *beta, const int32_t *cb, int32_t *y,

@@ -105,28 +105,16 @@ FBX__QA_TGT void fbx__qg_kernel_amx(const void *ap, int64_t M, int64_t kp, const
         else if (mt == 2) fbx__qa_block(2, 1, a, kp, p0, p0, acc);
         else if (npq == 2) fbx__qa_block(1, 2, a, kp, p0, p1, acc);
         else fbx__qa_block(1, 1, a, kp, p0, p0, acc);
-        fbx_qg_out ob, *oo = NULL; /* the epilogue's operands moved to this block */
-        if (o) {
-          ob = *o;
-          for (int s = 0; s < ob.n_steps; s++)
-            if (fbx_cpu_qg_out_moves(&ob, s)) ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? m * ob.ldt + c0 : c0;
-          oo = &ob;
-        }
+        fbx_qg_out ob; /* the epilogue's operands moved to this block */
         fbx__qg_finish_vnni(acc, 16 * mt, npq, width - c0, rs + m, alpha + m, beta + c0, cb + c0, y + m * ldy + c0,
-                            ldy, oo);
+                            ldy, fbx_cpu_qg_out_at(o, o ? m * o->ldt + c0 : 0, c0, &ob));
       }
     }
     _tile_release();
   }
   if (mfull < M) { /* the last rows (< 16) on the VNNI kernel, the epilogue's tensors moved to them */
-    fbx_qg_out ob, *oo = NULL;
-    if (o) {
-      ob = *o;
-      for (int s = 0; s < ob.n_steps; s++)
-        if (ob.step[s].kind == FBX_QG_OUT_BIN && ob.step[s].src == FBX_QG_OUT_TENSOR) ob.step[s].p += mfull * ob.ldt;
-      oo = &ob;
-    }
+    fbx_qg_out ob;
     fbx__qg_kernel_vnni(A + mfull * kp, M - mfull, kp, rs + mfull, alpha + mfull, panels, width, beta, cb,
-                        y + mfull * ldy, ldy, oo);
+                        y + mfull * ldy, ldy, fbx_cpu_qg_out_at(o, o ? mfull * o->ldt : 0, 0, &ob));
   }
 }

@@ -154,13 +154,8 @@ FBX__QA_TGT void fbx__qg_kernel_avx2(const void *ap, int64_t M, int64_t K, const
       int64_t c0 = q * FBX_QG_NR, w = width - c0;
       const int16_t *a = A + m * kp;
       int32_t *yy = y + m * ldy + c0;
-      fbx_qg_out ob, *oo = NULL; /* the epilogue's operands moved to this block */
-      if (o) {
-        ob = *o;
-        for (int s = 0; s < ob.n_steps; s++)
-          if (fbx_cpu_qg_out_moves(&ob, s)) ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? m * ob.ldt + c0 : c0;
-        oo = &ob;
-      }
+      fbx_qg_out ob; /* the epilogue's operands moved to this block */
+      const fbx_qg_out *oo = fbx_cpu_qg_out_at(o, o ? m * o->ldt + c0 : 0, c0, &ob);
       switch (mr) {
 #define FBX__QA_CASE(R) \
   case R: fbx__qa_block(R, a, kp, rs + m, alpha + m, pan, w, beta + c0, cb + c0, yy, ldy, oo); break;

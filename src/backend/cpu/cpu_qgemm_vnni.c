@@ -82,6 +82,20 @@ static inline __attribute__((always_inline)) FBX__QV_TGT __m512 fbx__qv_out(cons
   return v;
 }
 
+/* Row r, panel h of a block: sum_k a'b' (acc) + beta * rs_r + alpha_r * cb (be, cv: that panel's
+ * beta and cb), the epilogue o or none, stored under mask mk at yr. */
+static inline __attribute__((always_inline)) FBX__QV_TGT void fbx__qv_store(__m512i acc, __m512i be, __m512i cv,
+                                                                            int32_t rs_r, int32_t alpha_r,
+                                                                            const fbx_qg_out *o, int r, int h,
+                                                                            __mmask16 mk, int32_t *yr) {
+  __m512i v = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs_r)),
+                                                     _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha_r))));
+  if (o)
+    _mm512_mask_storeu_ps((float *)(void *)yr, mk, fbx__qv_out(o, v, r, h * FBX_QG_NR, mk));
+  else
+    _mm512_mask_storeu_epi32(yr, mk, v);
+}
+
 /* acc += u8 x s8 (vpdpbusd) with the accumulator tied to its register: through the intrinsic, GCC 12
  * copied all 16 accumulators of the 8x32 block to other registers every k step (and spilled two). */
 #define FBX__QV_DPBUSD(acc, u8, s8) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8))
@@ -107,15 +121,8 @@ fbx__qv_block(const int MR, const int NP, const uint8_t *a, int64_t kp, const in
     int64_t wh = w - h * FBX_QG_NR;
     __mmask16 mk = wh >= FBX_QG_NR ? (__mmask16)0xffff : (__mmask16)((1u << wh) - 1u);
     __m512i be = _mm512_loadu_si512(beta + h * FBX_QG_NR), cv = _mm512_loadu_si512(cb + h * FBX_QG_NR);
-    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++) {
-      __m512i acc = h ? c1[r] : c0[r];
-      __m512i v = _mm512_add_epi32(acc, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs[r])),
-                                                         _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha[r]))));
-      if (o)
-        _mm512_mask_storeu_ps(y + r * ldy + h * FBX_QG_NR, mk, fbx__qv_out(o, v, r, h * FBX_QG_NR, mk));
-      else
-        _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
-    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < MR; r++)
+      fbx__qv_store(h ? c1[r] : c0[r], be, cv, rs[r], alpha[r], o, r, h, mk, y + r * ldy + h * FBX_QG_NR);
   }
 }
 
@@ -127,15 +134,9 @@ FBX__QV_TGT void fbx__qg_finish_vnni(const int32_t *acc, int mr, int np, int64_t
     if (wh <= 0) break;
     __mmask16 mk = wh >= FBX_QG_NR ? (__mmask16)0xffff : (__mmask16)((1u << wh) - 1u);
     __m512i be = _mm512_loadu_si512(beta + h * FBX_QG_NR), cv = _mm512_loadu_si512(cb + h * FBX_QG_NR);
-    for (int r = 0; r < mr; r++) {
-      __m512i a = _mm512_loadu_si512(acc + r * 32 + h * FBX_QG_NR);
-      __m512i v = _mm512_add_epi32(a, _mm512_add_epi32(_mm512_mullo_epi32(be, _mm512_set1_epi32(rs[r])),
-                                                       _mm512_mullo_epi32(cv, _mm512_set1_epi32(alpha[r]))));
-      if (o)
-        _mm512_mask_storeu_ps(y + r * ldy + h * FBX_QG_NR, mk, fbx__qv_out(o, v, r, h * FBX_QG_NR, mk));
-      else
-        _mm512_mask_storeu_epi32(y + r * ldy + h * FBX_QG_NR, mk, v);
-    }
+    for (int r = 0; r < mr; r++)
+      fbx__qv_store(_mm512_loadu_si512(acc + r * 32 + h * FBX_QG_NR), be, cv, rs[r], alpha[r], o, r, h, mk,
+                    y + r * ldy + h * FBX_QG_NR);
   }
 }
 
@@ -167,13 +168,8 @@ FBX__QV_TGT void fbx__qg_kernel_vnni(const void *ap, int64_t M, int64_t kp, cons
       int64_t c0 = q * FBX_QG_NR, w = width - c0;
       const uint8_t *p0 = P + (size_t)q * pb, *p1 = p0 + pb;
       int32_t *yy = y + m * ldy + c0;
-      fbx_qg_out ob, *oo = NULL; /* the epilogue's operands moved to this block */
-      if (o) {
-        ob = *o;
-        for (int s = 0; s < ob.n_steps; s++)
-          if (fbx_cpu_qg_out_moves(&ob, s)) ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? m * ob.ldt + c0 : c0;
-        oo = &ob;
-      }
+      fbx_qg_out ob; /* the epilogue's operands moved to this block */
+      const fbx_qg_out *oo = fbx_cpu_qg_out_at(o, o ? m * o->ldt + c0 : 0, c0, &ob);
       if (q + 1 < np) {
         switch (mr) {
 #define FBX__QV_CASE(R) \

@@ -266,14 +266,8 @@ static void fbx__qm_task(void *arg, int64_t t0, int64_t t1, int worker) {
     int64_t q0 = qb * j->pstep, c0 = q0 * FBX_QG_NR, c1 = (q0 + j->pstep) * FBX_QG_NR;
     if (c1 > j->N) c1 = j->N;
     if (m1 <= m0 || c1 <= c0) continue;
-    fbx_qg_out ob, *o = NULL;
-    if (j->out) { /* operands moved to this block: tensors by (item, m0, c0), columns by c0 */
-      ob = *j->out;
-      for (int s = 0; s < ob.n_steps; s++)
-        if (fbx_cpu_qg_out_moves(&ob, s))
-          ob.step[s].p += ob.step[s].src == FBX_QG_OUT_TENSOR ? j->ybase + m0 * j->N + c0 : c0;
-      o = &ob;
-    }
+    fbx_qg_out ob; /* operands moved to this block: tensors by (item, m0, c0), columns by c0 */
+    const fbx_qg_out *o = fbx_cpu_qg_out_at(j->out, j->ybase + m0 * j->N + c0, c0, &ob);
     fbx_cpu_qg_kernel_out(j->path, j->ap + (size_t)m0 * (size_t)j->kp * esz, m1 - m0, j->K, j->rs + m0,
                           j->alpha + m0, j->bp + (size_t)q0 * pb, c1 - c0, j->beta + c0, j->cb + c0,
                           j->y + m0 * j->N + c0, j->N, o);

@@ -36,6 +36,17 @@ static inline void fbx__transpose8x8_ps(const float *src, int64_t lds, float *ds
  * become the correctly scaled subnormal, and below ~-103.97 +0.
  * exp(+inf) = +inf, exp(-inf) = +0, NaN -> NaN. Max error over the float
  * range 1.25 ulp (measured by tests/backend/test_cpu_math_ulp.c). */
+/* Coefficients shared with the 16-lane forms (cpu_simd512.h): exp's Cody-Waite ln2 split and
+ * polynomial (highest degree first), erf's R (of x^2) and Q (of |x|), highest degree first. */
+static const float fbx__exp_ln2[2] = {0.693359375f, -2.12194440e-4f};
+static const float fbx__exp_p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
+                                    4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
+static const float fbx__erf_r[8] = {-1.0713973653e-05f, 1.1566204516e-04f, -8.5179291301e-04f, 5.2229236664e-03f,
+                                    -2.6865972916e-02f, 1.1283789881e-01f, -3.7612638845e-01f, 1.2837916709e-01f};
+static const float fbx__erf_q[11] = {-3.8737065833e-07f, 8.0580487822e-06f, -7.2741810827e-05f, 3.5489135084e-04f,
+                                     -8.0002279715e-04f, -1.4762803561e-03f, 2.1152449933e-02f, -1.0438564980e-01f,
+                                     -6.3579047091e-01f, -1.1286288381e+00f, 3.3481911373e-05f};
+
 static inline __m256 fbx__exp256(__m256 x) {
   /* clamp so n stays in [-150, 128]: both half-scalings are normal floats */
   const __m256 hi = _mm256_set1_ps(89.f), lo = _mm256_set1_ps(-104.f);
@@ -43,14 +54,10 @@ static inline __m256 fbx__exp256(__m256 x) {
   __m256 xc = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
   __m256 fx = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507E-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073E-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894E-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459E-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201E-1f));
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(fbx__exp_ln2[0]), xc);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(fbx__exp_ln2[1]), r);
+  __m256 y = _mm256_set1_ps(fbx__exp_p[0]);
+  for (int i = 1; i < 6; i++) y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(fbx__exp_p[i]));
   y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
   __m256i n = _mm256_cvtps_epi32(fx);
   __m256i n1 = _mm256_srai_epi32(n, 1), n2 = _mm256_sub_epi32(n, n1);
@@ -82,26 +89,11 @@ static inline __m256 fbx__exp256_ftz(__m256 x) {
 static inline __m256 fbx__erf256(__m256 x) {
   const __m256 sgn = _mm256_set1_ps(-0.f), one = _mm256_set1_ps(1.f);
   __m256 ax = _mm256_andnot_ps(sgn, x), s = _mm256_mul_ps(x, x);
-  __m256 r = _mm256_set1_ps(-1.0713973653e-05f);
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.1566204516e-04f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-8.5179291301e-04f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(5.2229236664e-03f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-2.6865972916e-02f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.1283789881e-01f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(-3.7612638845e-01f));
-  r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(1.2837916709e-01f));
+  __m256 r = _mm256_set1_ps(fbx__erf_r[0]);
+  for (int i = 1; i < 8; i++) r = _mm256_fmadd_ps(r, s, _mm256_set1_ps(fbx__erf_r[i]));
   __m256 small = _mm256_fmadd_ps(x, r, x);
-  __m256 q = _mm256_set1_ps(-3.8737065833e-07f);
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(8.0580487822e-06f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-7.2741810827e-05f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(3.5489135084e-04f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-8.0002279715e-04f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.4762803561e-03f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(2.1152449933e-02f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.0438564980e-01f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-6.3579047091e-01f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(-1.1286288381e+00f));
-  q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(3.3481911373e-05f));
+  __m256 q = _mm256_set1_ps(fbx__erf_q[0]);
+  for (int i = 1; i < 11; i++) q = _mm256_fmadd_ps(q, ax, _mm256_set1_ps(fbx__erf_q[i]));
   __m256 big = _mm256_sub_ps(one, fbx__exp256(q));
   big = _mm256_blendv_ps(big, one, _mm256_cmp_ps(ax, _mm256_set1_ps(3.95f), _CMP_GE_OQ));
   big = _mm256_or_ps(big, _mm256_and_ps(x, sgn)); /* big >= 0 (or NaN): the sign of x */

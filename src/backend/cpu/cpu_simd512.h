@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include "cpu_simd.h" /* the coefficients */
+
 #define FBX__S512_TGT __attribute__((target("avx512f")))
 
 static inline FBX__S512_TGT __m512 fbx__and512(__m512 a, __m512 b) {
@@ -27,14 +29,10 @@ static inline FBX__S512_TGT __m512 fbx__exp512(__m512 x) {
   __m512 xc = _mm512_max_ps(_mm512_min_ps(x, hi), lo);
   __m512 fx = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 y = _mm512_set1_ps(1.9875691500E-4f);
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507E-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073E-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894E-2f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459E-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201E-1f));
+  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(fbx__exp_ln2[0]), xc);
+  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(fbx__exp_ln2[1]), r);
+  __m512 y = _mm512_set1_ps(fbx__exp_p[0]);
+  for (int i = 1; i < 6; i++) y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(fbx__exp_p[i]));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   __m512i n = _mm512_cvtps_epi32(fx);
   __m512i n1 = _mm512_srai_epi32(n, 1), n2 = _mm512_sub_epi32(n, n1);
@@ -49,26 +47,11 @@ static inline FBX__S512_TGT __m512 fbx__exp512(__m512 x) {
 static inline FBX__S512_TGT __m512 fbx__erf512(__m512 x) {
   const __m512 sgn = _mm512_set1_ps(-0.f), one = _mm512_set1_ps(1.f);
   __m512 ax = fbx__andnot512(sgn, x), s = _mm512_mul_ps(x, x);
-  __m512 r = _mm512_set1_ps(-1.0713973653e-05f);
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(1.1566204516e-04f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(-8.5179291301e-04f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(5.2229236664e-03f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(-2.6865972916e-02f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(1.1283789881e-01f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(-3.7612638845e-01f));
-  r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(1.2837916709e-01f));
+  __m512 r = _mm512_set1_ps(fbx__erf_r[0]);
+  for (int i = 1; i < 8; i++) r = _mm512_fmadd_ps(r, s, _mm512_set1_ps(fbx__erf_r[i]));
   __m512 small = _mm512_fmadd_ps(x, r, x);
-  __m512 q = _mm512_set1_ps(-3.8737065833e-07f);
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(8.0580487822e-06f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-7.2741810827e-05f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(3.5489135084e-04f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-8.0002279715e-04f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-1.4762803561e-03f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(2.1152449933e-02f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-1.0438564980e-01f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-6.3579047091e-01f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(-1.1286288381e+00f));
-  q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(3.3481911373e-05f));
+  __m512 q = _mm512_set1_ps(fbx__erf_q[0]);
+  for (int i = 1; i < 11; i++) q = _mm512_fmadd_ps(q, ax, _mm512_set1_ps(fbx__erf_q[i]));
   __m512 big = _mm512_sub_ps(one, fbx__exp512(q));
   big = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(3.95f), _CMP_GE_OQ), big, one);
   big = fbx__or512(big, fbx__and512(x, sgn)); /* big >= 0 (or NaN): the sign of x */
