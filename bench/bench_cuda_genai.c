@@ -3,7 +3,10 @@
  * packed zero points) against the fp32 cuBLASLt MATMUL of the same shape, GQA
  * decode at past 128 and 512 on a shared buffer, SKIP_NORM.
  *
- *   build/bench/bench_cuda_genai [iters]
+ *   build/bench/bench_cuda_genai [iters [only]]
+ *
+ * only: run just the shapes whose label contains it (e.g. "151936" for the
+ * lm_head, "GQA"), for a profiler such as ncu.
  *
  * Per shape: us per call launched one by one (run_node + the stream), and us
  * per call replayed from a CUDA graph of `iters` calls (the device time
@@ -27,6 +30,7 @@ static double now_us(void) {
 }
 
 static fbx_backend *g_be;
+static const char *g_only; /* label filter (argv[2]) or NULL */
 static int g_ids[32] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
 
 static void die(fbx_status *st, const char *what) {
@@ -49,6 +53,7 @@ static void *dev_floats(int64_t n, unsigned seed) {
 /* Times one node: live launches and graph replays. */
 static void time_node(const char *what, const fbx_ir_node *nd, void *state, fbx_tensor *in, int n_in, fbx_tensor *out,
                       int n_out, double bytes, int iters) {
+  if (g_only && !strstr(what, g_only)) return;
   fbx_kernel_info info;
   for (int i = 0; i < 3; i++) die(g_be->vt->run_node(g_be, nd, state, in, n_in, out, n_out, &info), what);
   die(g_be->vt->synchronize(g_be), what);
@@ -183,6 +188,7 @@ static void bench_norm(int iters) {
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 200;
   if (iters < 1) iters = 1;
+  g_only = argc > 2 ? argv[2] : NULL;
   char exe[PATH_MAX], lib[PATH_MAX + 32];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;

@@ -247,15 +247,25 @@ class TorchDriver:
 
 
 # ---------------------------------------------------------------- ONNX Runtime, shared KV buffer
+class _CudaArray:
+    """A float32 vector in device memory at ptr, for torch.as_tensor (__cuda_array_interface__)."""
+
+    def __init__(self, ptr, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (ptr, False), "version": 2}
+
+
 class OrtDriver:
     """A session driven as GenAI does with past_present_share_buffer: one (1, kv_heads, cap, d)
     buffer per cache (on the GPU when gpu is given: Fusebox's device memory; else host memory),
     bound as both past_key_values.<i>.* and present.<i>.*; attention_mask (1, past + S) grows;
     input_ids, attention_mask and logits are host buffers (ORT copies them to and from the
-    device, 8 bytes / T*8 bytes / V*4 bytes a step)."""
+    device, 8 bytes / T*8 bytes / V*4 bytes a step), except with torch given (and gpu): then the
+    one-token logits are bound in the GPU's memory and the greedy step's argmax runs there, through
+    torch (a zero-copy view of the buffer), as torch's own decode loop does."""
 
-    def __init__(self, ort, sess, cfg, cap, gpu=None):
+    def __init__(self, ort, sess, cfg, cap, gpu=None, torch=None):
         self.ort, self.sess, self.cfg, self.cap = ort, sess, cfg, cap
+        self.torch = torch if gpu is not None else None
         self.bind = sess.io_binding()
         shape = (1, cfg["kv_heads"], cap, cfg["head_dim"])
         self.kv = []
@@ -274,7 +284,12 @@ class OrtDriver:
         self.ids1 = np.zeros((1, 1), np.int64)
         self.ids1_ov = ort.OrtValue.ortvalue_from_numpy(self.ids1)
         self.logits1 = np.zeros((1, 1, cfg["vocab"]), np.float32)
-        self.logits1_ov = ort.OrtValue.ortvalue_from_numpy(self.logits1)
+        if self.torch is not None:
+            gio, dev, mi = gpu
+            self.logits1_ov = gio.empty_on_device(self.logits1.shape, np.float32, mi, dev)
+            self.logits1_t = self.torch.as_tensor(_CudaArray(self.logits1_ov.data_ptr(), cfg["vocab"]), device="cuda")
+        else:
+            self.logits1_ov = ort.OrtValue.ortvalue_from_numpy(self.logits1)
 
     def mask(self, T):
         if T not in self.masks:
@@ -296,20 +311,31 @@ class OrtDriver:
         self.sess.run_with_iobinding(self.bind)
         return lg_ov.numpy()[0].astype(np.float64)
 
-    def step(self, tok, T):
-        """One token at position T (T tokens cached before it): its logits (V,) float32."""
+    def run1(self, tok, T):
         self.ids1[0, 0] = tok
         self.ids1_ov.update_inplace(self.ids1)  # whether or not the OrtValue wraps ids1
         self.bind.bind_ortvalue_input("input_ids", self.ids1_ov)
         self.bind.bind_ortvalue_input("attention_mask", self.mask(T + 1))
         self.bind.bind_ortvalue_output("logits", self.logits1_ov)
         self.sess.run_with_iobinding(self.bind)
+        if self.torch is not None:
+            self.torch.cuda.synchronize()  # the whole device: orders torch's stream after Fusebox's
+
+    def step(self, tok, T):
+        """One token at position T (T tokens cached before it): its logits (V,) float32."""
+        self.run1(tok, T)
+        if self.torch is not None:
+            return self.logits1_t.cpu().numpy()
         return self.logits1_ov.numpy()[0, 0]
 
     def decode(self, tok, T, n):
         out = []
         for j in range(n):
-            tok = int(self.step(tok, T + j).argmax())
+            if self.torch is not None:
+                self.run1(tok, T + j)
+                tok = int(self.logits1_t.argmax())
+            else:
+                tok = int(self.step(tok, T + j).argmax())
             out.append(tok)
         return out
 
@@ -395,6 +421,9 @@ def main():
     ap.add_argument("--torch-modes", default="eager,compile")
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--no-fusebox", action="store_true")
+    ap.add_argument("--fusebox-logits", default="host,device",
+                    help="Fusebox configurations: host (numpy logits, ORT copies them out, numpy argmax), "
+                         "device (logits bound on the GPU, argmax by torch there, as torch's loop)")
     ap.add_argument("--no-ort-cpu", action="store_true", help="skip ORT's CPU EP (the check then has no ORT reference)")
     ap.add_argument("--device", default="cuda")
     a = ap.parse_args()
@@ -462,7 +491,7 @@ def main():
             pl = np.load(os.path.join(cases, "prefill_logits.npy"))[0].astype(np.float64)
             dl = np.load(os.path.join(cases, "decode_logits.npy")).astype(np.float64)
             failed += not check_against("torch fp32 vs gen_genai float64 reference", t32, pl, dl, pr, tk)
-        cpu = fb = sess = None
+        cpu = fb = fbd = sess = sessd = None
         ref_toks = None
         if not a.no_ort_cpu:
             try:
@@ -483,37 +512,49 @@ def main():
                 sess = ort.InferenceSession(model, sess_options=so)
                 print("[bench] Fusebox session %.1f s, providers %s" % (time.time() - t0, sess.get_providers()),
                       flush=True)
-                fb = OrtDriver(ort, sess, cfg, cap, gpu)
-                if cpu is not None:
-                    failed += not check_against("Fusebox device=cuda vs ORT CPU EP", fb, pre, dec, ck_prompt, ref_toks)
+                kinds = a.fusebox_logits.split(",")
+                if "host" in kinds:
+                    fb = OrtDriver(ort, sess, cfg, cap, gpu)
+                    if cpu is not None:
+                        failed += not check_against("Fusebox device=cuda vs ORT CPU EP", fb, pre, dec, ck_prompt,
+                                                    ref_toks)
+                if "device" in kinds and dev.type == "cuda":
+                    sessd = ort.InferenceSession(model, sess_options=so)
+                    fbd = OrtDriver(ort, sessd, cfg, cap, gpu, torch)
+                    if cpu is not None:
+                        failed += not check_against("Fusebox device=cuda, logits on the GPU, vs ORT CPU EP", fbd, pre,
+                                                    dec, ck_prompt, ref_toks)
             except Exception:
                 traceback.print_exc()
                 failed += 1
-                fb = None
+                fb = fbd = None
 
         # ---- decode speed
         onnx_b = cfg["onnx_bytes"]
         fb_toks = {}
         for past in pasts:
-            for drv in (fb, cpu):
+            for drv in (fb, fbd, cpu):
                 if drv is None:
                     continue
-                label = ("Fusebox device=cuda" if drv is fb else "ORT CPU EP") + " (%s weights)" % kind
+                label = {id(fb): "Fusebox device=cuda", id(fbd): "Fusebox cuda, logits+argmax on GPU"}.get(
+                    id(drv), "ORT CPU EP") + " (%s weights)" % kind
                 try:
                     tps, toks = time_decode(drv, prompt_all, past, a.steps)
                 except Exception:
                     traceback.print_exc()
                     failed += 1
                     continue
-                if drv is fb:
+                if drv is fb or (drv is fbd and fb is None):
                     fb_toks[past] = toks
                     report(label, past, tps, onnx_b, 4, None, None)
+                elif drv is fbd:
+                    report(label, past, tps, onnx_b, 4, toks, fb_toks.get(past))
                 else:
                     report(label, past, tps, onnx_b, 4, toks, fb_toks.get(past))
         if sess is not None:  # its summary prints when the session goes
             summ = Summary()
             try:
-                del fb, sess
+                del fb, fbd, sess, sessd
                 gc.collect()
             finally:
                 summaries.append((name, summ.close()))
@@ -557,14 +598,16 @@ def main():
         del t32, w
         gc.collect()
 
-    print("\n| model | configuration | past | tok/s | Fusebox / this | MB read/token | % of HBM read | greedy tokens == Fusebox |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    fbx = {(r[0], r[2]): r[3] for r in rows if r[1].startswith("Fusebox")}
+    print("\n| model | configuration | past | tok/s | Fusebox / this | Fusebox, GPU argmax / this | MB read/token "
+          "| % of HBM read | greedy tokens == Fusebox |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    fbx = {(r[0], r[2]): r[3] for r in rows if r[1].startswith("Fusebox device=cuda")}
+    fbg = {(r[0], r[2]): r[3] for r in rows if r[1].startswith("Fusebox cuda, logits")}
+    ratio = lambda f, tps: "%.2fx" % (f / tps) if f else "-"  # noqa: E731
     for name, label, past, tps, b, frac, same in rows:
-        f = fbx.get((name, past))
-        print("| %s | %s | %d | %.1f | %s | %.1f | %s | %s |"
-              % (name, label, past, tps, "%.2fx" % (f / tps) if f else "-", b / 1e6,
-                 "%.1f%%" % (100 * frac) if frac == frac else "-", same or "-"))
+        print("| %s | %s | %d | %.1f | %s | %s | %.1f | %s | %s |"
+              % (name, label, past, tps, ratio(fbx.get((name, past)), tps), ratio(fbg.get((name, past)), tps),
+                 b / 1e6, "%.1f%%" % (100 * frac) if frac == frac else "-", same or "-"))
     for name, lines in summaries:
         print("\nFusebox session summary, %s (one session: checks, prefills, warm-ups and timed steps):" % name)
         for l in lines:

@@ -13,6 +13,9 @@
 #   l12   12-layer hidden-768 heads-12 (kv 12) ffn-2048 vocab-32000, --float then int4 (issue 9's
 #         shape; the int4 model reuses the float one's torch timings: same shape)
 #   qwen  Qwen2.5-0.5B shape int4 (L=24 H=896 N=14/2 F=4864 V=151936; generation takes minutes)
+# Fusebox runs twice (--fusebox-logits host,device): logits in host memory (ORT copies them out each
+# step, numpy takes the argmax) and logits bound in the GPU's memory with the argmax taken there by
+# torch, as torch's own decode loop does.
 # FUSEBOX_VERBOSE=1 (default here) makes Fusebox print its session summary (graph captures /
 # replays, allocations, syncs), which the script reports. Environment: MODEL_DIR (default
 # /tmp/fusebox_genai_bench), BENCH_GROUPS, PAST, STEPS, PYTHON.

@@ -448,6 +448,14 @@ static void test_gqa(void) {
   gqa_cfg qw = {.B = 1, .S = 1, .nh = 14, .kvh = 2, .H = 64, .P = 4096, .seqlens = {1500}, .total = 1501, .rot = 1,
                 .rhalf = 32, .shared = true};
   gqa_case("GQA decode 14/2 H 64 past 1500 of 4096 shared", &qw);
+  /* again: the split blocks count in on per-group counters that the last one must have set back to 0
+     (a counter left behind would leave this output unmerged) */
+  qw.seqlens[0] = 2100, qw.total = 2101, qw.rot = 0; /* past the 2048-row cos/sin cache: no rotary */
+  gqa_case("GQA decode 14/2 H 64 past 2100 of 4096 shared (second launch on the counters)", &qw);
+  /* 128 splits of 64 keys: more than the attend block can merge in its shared memory (H + split_len - 1
+     partials), so the separate combine launch merges them */
+  qw.P = 8192, qw.seqlens[0] = 6000, qw.total = 6001;
+  gqa_case("GQA decode 14/2 H 64 past 6000 of 8192 shared (combine launch)", &qw);
   /* a shared prefill whose new rows cross key splits (each block stores the rows it reads) */
   gqa_cfg sp = {.B = 1, .S = 150, .nh = 14, .kvh = 2, .H = 64, .P = 512, .seqlens = {219}, .total = 220, .rot = 2,
                 .rhalf = 32, .shared = true, .packed = true};

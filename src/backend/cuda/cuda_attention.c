@@ -45,7 +45,7 @@ bool fbx_cuda_s_gqa(const fbx_ir_node *node, const fbx_tensor *in, int n_in, cha
   const int64_t D = in[0].dims[2], per = packed ? nh + 2 * kvh : nh;
   if (D >= 0) { /* claim time may not know it; run_node always does */
     const int64_t H = D / per, hpg = nh / kvh;
-    if (fbx_cuda_gqa_smem(hpg, H, FBX__GQA_SPLIT_MIN) > FBX__GQA_SMEM_MAX) {
+    if (fbx_cuda_gqa_smem(hpg, H, FBX__GQA_SPLIT_MIN, 0) > FBX__GQA_SMEM_MAX) {
       snprintf(why, why_size, "GQA with %lld query heads per KV head of size %lld (shared memory)", (long long)hpg,
                (long long)H);
       return false;
@@ -91,10 +91,16 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
   int64_t split = (L + want - 1) / want;
   split = (split + FBX__GQA_SPLIT_STEP - 1) / FBX__GQA_SPLIT_STEP * FBX__GQA_SPLIT_STEP;
   if (split > FBX__GQA_SPLIT_MAX) split = FBX__GQA_SPLIT_MAX;
-  while (split > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, split) > FBX__GQA_SMEM_MAX) split -= FBX__GQA_SPLIT_MIN;
-  if (fbx_cuda_gqa_smem(hpg, H, split) > FBX__GQA_SMEM_MAX)
+  while (split > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX__GQA_SMEM_MAX) split -= FBX__GQA_SPLIT_MIN;
+  if (fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX__GQA_SMEM_MAX)
     return FBX_ERR_NOTIMPL("device 'cuda': GQA: %lld heads per KV head of size %lld exceed shared memory",
                            (long long)hpg, (long long)H);
+  /* decode: K / V tiles in shared memory (a latency-bound block), on shorter splits if that is what fits */
+  if (S == 1) {
+    int64_t ts = split;
+    while (ts > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, ts, 1) > FBX__GQA_SMEM_MAX) ts -= FBX__GQA_SPLIT_MIN;
+    if (fbx_cuda_gqa_smem(hpg, H, ts, 1) <= FBX__GQA_SMEM_MAX) split = ts, a.tile = 1;
+  }
   a.split_len = (int)split;
   a.n_split = (int)((L + split - 1) / split);
   if (a.n_split > 1 && fbx_cuda_gqa_combine_smem(a.n_split) > FBX__GQA_SMEM_MAX)
@@ -103,6 +109,8 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
   if (a.n_split > 1) {
     size_t bytes = sizeof(float) * (size_t)(B * S * nh) * (size_t)a.n_split * (size_t)(H + 2);
     FBX_TRY(fbx_cuda_scratch(c, bytes, (void **)&a.part));
+    /* the merge in the last attend block of a group: its weights fit in that block's q and score area */
+    if (rows <= FBX_CUDA_COUNTERS && a.n_split + 1 <= H + split) a.counters = c->counters;
   }
   info->variant = S == 1 ? (a.n_split > 1 ? "gqa_decode_split" : "gqa_decode") : "gqa_causal_prefill";
   info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read; lengths read on the device"

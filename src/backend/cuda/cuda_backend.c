@@ -268,6 +268,7 @@ static void fbx__cuda_destroy(fbx_backend *be) {
     cudaFree(c->lt_ws);
     cudaFree(c->params);
     cudaFree(c->scratch);
+    cudaFree(c->counters);
     cudaFree(c->err_flag);
     if (c->err_host) cudaFreeHost(c->err_host);
     if (c->err_async) cudaFreeHost(c->err_async);
@@ -376,6 +377,8 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   if (!st) st = fbx_cuda_check(cudaMalloc(&c->lt_ws, c->lt_ws_size), "cuBLASLt workspace");
   if (!st) st = fbx_cuda_check(cudaMalloc((void **)&c->err_flag, sizeof(int)), "error flag");
   if (!st) st = fbx_cuda_check(cudaMemset(c->err_flag, 0, sizeof(int)), "error flag");
+  if (!st) st = fbx_cuda_check(cudaMalloc((void **)&c->counters, sizeof(int) * FBX_CUDA_COUNTERS), "counters");
+  if (!st) st = fbx_cuda_check(cudaMemset(c->counters, 0, sizeof(int) * FBX_CUDA_COUNTERS), "counters");
   if (!st) st = fbx_cuda_check(cudaMallocHost((void **)&c->err_host, sizeof(int)), "pinned error flag");
   if (st) {
     fbx__cuda_destroy(be);

@@ -35,6 +35,9 @@ typedef struct fbx_cuda_ctx {
   size_t params_cap;
   void *scratch;              /* device scratch (im2col columns) */
   size_t scratch_cap;
+  int *counters;              /* FBX_CUDA_COUNTERS device ints, zero between launches: a kernel's blocks
+                                 count in on them and the last sets them back (cuda_attention.cu's
+                                 one-launch split combine); allocated with the context */
   uint64_t graph_epoch;       /* moves when params or scratch is reallocated (backend.h graph_epoch) */
   int mnb_ksplit;             /* cuda_mnb.cu: M = 1 GEMVs with a long K split K over a block's warps
                                  (FUSEBOX_CUDA_MNB_KSPLIT=0: one warp per column group, for A/B) */
@@ -104,6 +107,7 @@ double fbx_cuda_host_f64(fbx_dtype dt, const void *p, int64_t i);
 fbx_status *fbx_cuda_upload_params(fbx_cuda_ctx *c, const void *host, size_t bytes, void **dev);
 /* Device scratch of at least bytes, valid for the current node. */
 fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
+#define FBX_CUDA_COUNTERS 4096 /* ints of fbx_cuda_ctx.counters */
 /* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
 fbx_status *fbx_cuda_launched(int err, const char *op);
 

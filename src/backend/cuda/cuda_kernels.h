@@ -271,12 +271,15 @@ typedef struct fbx_cuda_gqa_args {
   int interleaved, shared;
   int fuse_kv;                 /* shared: the attention kernel stores the new rows (no kv_write launch) */
   int split_len, n_split;
+  int tile;                    /* the attention blocks copy their split's K / V rows to shared memory */
   float *part;                 /* (B, S, nh, n_split, H + 2) when n_split > 1 */
+  int *counters;               /* n_split > 1: B * kvh * S ints, zero, or NULL. Set: the last split block of
+                                  each (b, g, s) to finish merges the partials itself (no combine launch) */
   int *err_flag;
 } fbx_cuda_gqa_args;
 
-/* Dynamic shared memory (bytes) one attention block needs. */
-size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len);
+/* Dynamic shared memory (bytes) one attention block needs (tile_kv: with the K / V tiles). */
+size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len, int tile_kv);
 /* Dynamic shared memory (bytes) of the combine kernel over n_split partials. */
 size_t fbx_cuda_gqa_combine_smem(int64_t n_split);
 int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s);
