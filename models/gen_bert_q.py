@@ -19,6 +19,7 @@ Weights (--wtype):
     u8 (asymmetric): rmin = min(0, min W), rmax = max(0, max W), w_scale = (rmax - rmin) / 255,
        w_zp = clip(round(-rmin / w_scale), 0, 255), W_q = clip(round(W / w_scale) + w_zp, 0, 255)
 --per-channel: the same per column of W (w_scale, w_zp 1-D [N]), as per_channel=True writes it.
+--float: no quantization (the float encoder: weight MatMul + bias Add, as a float export writes it).
 
 --cases DIR also writes DIR/input.npy (normal, seed+1) and DIR/last_hidden.npy: the quantized graph run
 by a numpy reference written here (int64 MatMulInteger, which is exact; every float op in float32 in the
@@ -59,7 +60,7 @@ def _quant_weight(w, wtype, per_channel):
     return q, np.asarray(scale, dtype=f), np.asarray(zp)
 
 
-def build(layers, hidden, heads, ffn, seq, wtype, per_channel, seed):
+def build(layers, hidden, heads, ffn, seq, wtype, per_channel, seed, float_weights=False):
     rs = np.random.RandomState(seed)
     nodes, inits = [], []
     dql_of = {}  # float tensor -> (a_q, a_scale, a_zp): one DynamicQuantizeLinear per input
@@ -78,6 +79,9 @@ def build(layers, hidden, heads, ffn, seq, wtype, per_channel, seed):
         counts["mmint"] += 1
         w = (0.05 * rs.standard_normal((k, n))).astype(np.float32)
         b = (0.02 * rs.standard_normal(n)).astype(np.float32)
+        if float_weights:  # the float encoder as exported: MatMul by the weight, then Add of the bias
+            mm = node("MatMul", [x, init(name + ".weight", w)], [name + "/MatMul/output_0"], name + "/MatMul")
+            return node("Add", [mm, init(name + ".bias", b)], [name + "/Add/output_0"], name + "/Add")
         if x not in dql_of:
             q = (x + "_quantized", x + "_scale", x + "_zero_point")
             node("DynamicQuantizeLinear", [x], list(q), x + "_QuantizeLinear")
@@ -218,12 +222,13 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--wtype", choices=["s8", "u8"], default="s8")
     ap.add_argument("--per-channel", action="store_true")
+    ap.add_argument("--float", action="store_true", help="the float encoder itself (MatMul + Add), not quantized")
     ap.add_argument("--seed", type=int, default=2025)
     ap.add_argument("--cases", help="write input.npy / last_hidden.npy (numpy reference) into this folder")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     assert a.hidden % a.heads == 0, "hidden must be a multiple of heads"
-    model, n_mm = build(a.layers, a.hidden, a.heads, a.ffn, a.seq, a.wtype, a.per_channel, a.seed)
+    model, n_mm = build(a.layers, a.hidden, a.heads, a.ffn, a.seq, a.wtype, a.per_channel, a.seed, a.float)
     onnx.checker.check_model(model)
     onnx.save(model, a.out)
     if a.cases:
@@ -231,9 +236,10 @@ def main(argv=None):
         x = np.random.RandomState(a.seed + 1).standard_normal((1, a.seq, a.hidden)).astype(np.float32)
         np.save(os.path.join(a.cases, "input.npy"), x)
         np.save(os.path.join(a.cases, "last_hidden.npy"), reference(model, x).astype(np.float32))
-    print("[models] %s: hidden 1x%dx%d, %d layers, %d heads, ffn %d, weights %s %s -> %d MatMulInteger, %d nodes"
-          % (a.out, a.seq, a.hidden, a.layers, a.heads, a.ffn, a.wtype, "per-channel" if a.per_channel else "per-tensor",
-             n_mm, len(model.graph.node)))
+    wdesc = "float32" if a.float else "%s %s" % (a.wtype, "per-channel" if a.per_channel else "per-tensor")
+    print("[models] %s: hidden 1x%dx%d, %d layers, %d heads, ffn %d, weights %s -> %d %s, %d nodes"
+          % (a.out, a.seq, a.hidden, a.layers, a.heads, a.ffn, wdesc, n_mm, "MatMul" if a.float else "MatMulInteger",
+             len(model.graph.node)))
     return 0
 
 

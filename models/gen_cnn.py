@@ -21,7 +21,7 @@ OPSET = 17
 IR_VERSION = 8
 
 
-def build(size, widths, blocks, classes, seed, batch=1):
+def build(size, widths, blocks, classes, seed, batch=1, act="relu"):
     rs = np.random.RandomState(seed)
     nodes, inits = [], []
     n_params = [0]
@@ -50,6 +50,15 @@ def build(size, widths, blocks, classes, seed, batch=1):
                                       name=name + "/BatchNormalization", epsilon=1e-5))
         if not relu:
             return z
+        return activation(z, name)
+
+    def activation(z, name):
+        if act == "silu":  # as PyTorch exports nn.SiLU: x * Sigmoid(x)
+            sg = name + "/Sigmoid/output_0"
+            nodes.append(helper.make_node("Sigmoid", [z], [sg], name=name + "/Sigmoid"))
+            r = name + "/Mul/output_0"
+            nodes.append(helper.make_node("Mul", [z, sg], [r], name=name + "/Mul"))
+            return r
         r = name + "/Relu/output_0"
         nodes.append(helper.make_node("Relu", [z], [r], name=name + "/Relu"))
         return r
@@ -70,9 +79,7 @@ def build(size, widths, blocks, classes, seed, batch=1):
                 sc = conv_bn(x, cin, cout, 1, stride, p + "/downsample", False)
             s = p + "/Add/output_0"
             nodes.append(helper.make_node("Add", [h, sc], [s], name=p + "/Add"))
-            r = p + "/Relu/output_0"
-            nodes.append(helper.make_node("Relu", [s], [r], name=p + "/Relu"))
-            x, cin = r, cout
+            x, cin = activation(s, p), cout
     nodes.append(helper.make_node("GlobalAveragePool", [x], ["/pool/output_0"], name="/pool/GlobalAveragePool"))
     nodes.append(helper.make_node("Flatten", ["/pool/output_0"], ["/flatten/output_0"], name="/flatten/Flatten",
                                   axis=1))
@@ -97,12 +104,14 @@ def main(argv=None):
     ap.add_argument("--blocks", default="2,2,2,2")
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=4321)
+    ap.add_argument("--act", choices=["relu", "silu"], default="relu",
+                    help="activation: Relu, or SiLU as x * Sigmoid(x) (YOLO / EfficientNet-style exports)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     widths = [int(v) for v in a.widths.split(",")]
     blocks = [int(v) for v in a.blocks.split(",")]
     assert len(widths) == 4 and len(blocks) == 4
-    model, n_params = build(a.size, widths, blocks, a.classes, a.seed)
+    model, n_params = build(a.size, widths, blocks, a.classes, a.seed, act=a.act)
     onnx.checker.check_model(model)
     onnx.checker.check_model(onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True))
     onnx.save(model, a.out)

@@ -51,6 +51,11 @@ static float ref_un(const fbx_ir_ew_instr *in, float x) {
       float t = fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
       return t == 0.f ? 0.f : x * t;
     }
+    /* the transcendentals in double, rounded once (the chain's are within a few ulp) */
+    case FBX_IR_OP_EXP: return (float)exp((double)x);
+    case FBX_IR_OP_ERF: return (float)erf((double)x);
+    case FBX_IR_OP_SIGMOID: return (float)(1.0 / (1.0 + exp(-(double)x)));
+    case FBX_IR_OP_TANH: return (float)tanh((double)x);
     default: return NAN;
   }
 }
@@ -173,6 +178,11 @@ static fbx_ir_ew_program prog_of(int n_inputs, fbx_ir_ew_instr *ins, int n) {
 
 /* constant overrides of the PP-LCNet program: the Max bound (register 4) NaN in
  * channel 1; the divisor (register 5) 0 / denormal / 6 by channel */
+/* fill_consts: the scalar constants of a hand-written program (g_consts[j]; the model's values) */
+static const float *g_consts;
+static void fill_consts(int j, float *k, int64_t C) {
+  for (int64_t c = 0; c < C; c++) k[c] = g_consts[j];
+}
 static void fill_nan_bound(int j, float *k, int64_t C) {
   if (j == 4 && C > 1) k[1] = NAN;
 }
@@ -243,14 +253,46 @@ static void test_hand_written(void) {
     sep.separate = true;
     run_case("se scale (rowops)", &pse, 0, &sep, sek, NULL);
   }
-  CHECK(g_compiled == 8 * 5 + 2, "every hand-written program compiles to a chain (%d)", g_compiled);
+  /* the transcendental ones: GELU as exported, x * 0.5 * (1 + erf(x / sqrt 2)); SiLU times an up
+   * projection (a tensor operand), x * sigmoid(x) * u; GELU's tanh form; exp of a shifted value */
+  fbx_ir_ew_instr ge[] = {I2(FBX_IR_OP_DIV, 0, 1), I1(FBX_IR_OP_ERF, 4), I2(FBX_IR_OP_ADD, 5, 2),
+                          I2(FBX_IR_OP_MUL, 0, 6), I2(FBX_IR_OP_MUL, 7, 3)};
+  fbx_ir_ew_program pge = prog_of(4, ge, 5);
+  uint8_t gek[4] = {0, 0, 0, 0};
+  float gec[4] = {0, 1.41421356f, 1.f, 0.5f};
+  fbx_ir_ew_instr si[] = {I1(FBX_IR_OP_SIGMOID, 0), I2(FBX_IR_OP_MUL, 0, 2), I2(FBX_IR_OP_MUL, 3, 1)};
+  fbx_ir_ew_program psi = prog_of(2, si, 3);
+  uint8_t sik[2] = {0, 2};
+  /* 0.5 x (1 + tanh(0.79788456 (x + 0.044715 x^3))) */
+  fbx_ir_ew_instr gt[] = {I2(FBX_IR_OP_MUL, 0, 0), I2(FBX_IR_OP_MUL, 5, 0), I2(FBX_IR_OP_MUL, 6, 1),
+                          I2(FBX_IR_OP_ADD, 0, 7), I2(FBX_IR_OP_MUL, 8, 2), I1(FBX_IR_OP_TANH, 9),
+                          I2(FBX_IR_OP_ADD, 10, 3), I2(FBX_IR_OP_MUL, 0, 11), I2(FBX_IR_OP_MUL, 12, 4)};
+  fbx_ir_ew_program pgt = prog_of(5, gt, 9);
+  uint8_t gtk[5] = {0, 0, 0, 0, 0};
+  float gtc[5] = {0, 0.044715f, 0.79788456f, 1.f, 0.5f};
+  fbx_ir_ew_instr ex[] = {I2(FBX_IR_OP_SUB, 0, 1), I1(FBX_IR_OP_EXP, 2)};
+  fbx_ir_ew_program pex = prog_of(2, ex, 2);
+  uint8_t exk[2] = {0, 1};
+  g_consts = gec;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) run_case("gelu erf", &pge, 0, &shapes[s], gek, fill_consts);
+  g_consts = gtc;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) run_case("gelu tanh", &pgt, 0, &shapes[s], gtk, fill_consts);
+  g_consts = NULL;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    ccase sep = shapes[s];
+    sep.separate = true;
+    run_case("silu * up", &psi, 0, &sep, sik, NULL);
+    run_case("exp(x - row max)", &pex, 0, &shapes[s], exk, NULL);
+  }
+  CHECK(g_compiled == 8 * 5 + 2 + 4 * 5, "every hand-written program compiles to a chain (%d)", g_compiled);
 }
 
 /* Random programs: up to 14 instructions over the chain's ops, operands drawn
  * from earlier registers (never two constants). */
 static void test_random(void) {
-  static const fbx_ir_op un_ops[] = {FBX_IR_OP_RELU, FBX_IR_OP_NEG, FBX_IR_OP_ABS, FBX_IR_OP_HARD_SWISH,
-                                     FBX_IR_OP_HARD_SIGMOID, FBX_IR_OP_LEAKY_RELU};
+  static const fbx_ir_op un_ops[] = {FBX_IR_OP_RELU,         FBX_IR_OP_NEG,        FBX_IR_OP_ABS,
+                                     FBX_IR_OP_HARD_SWISH,   FBX_IR_OP_HARD_SIGMOID, FBX_IR_OP_LEAKY_RELU,
+                                     FBX_IR_OP_ERF,          FBX_IR_OP_SIGMOID,    FBX_IR_OP_TANH};
   static const fbx_ir_op bin_ops[] = {FBX_IR_OP_ADD, FBX_IR_OP_SUB, FBX_IR_OP_MUL,
                                       FBX_IR_OP_DIV, FBX_IR_OP_MAX, FBX_IR_OP_MIN};
   int before = g_compiled, tried = 0;
@@ -265,7 +307,7 @@ static void test_random(void) {
       int a = rnd_u() % 3 == 0 || i == 0 ? reg : n_in + (int)(rnd_u() % (uint32_t)i);
       if (rnd_u() % 6 == 0) a = (int)(rnd_u() % (uint32_t)nr); /* may be an operand: a rowop, or declined */
       if (rnd_u() % 3 == 0) {
-        ins[i] = I1(un_ops[rnd_u() % 6], a);
+        ins[i] = I1(un_ops[rnd_u() % (sizeof un_ops / sizeof un_ops[0])], a);
         ins[i].params.ew.alpha = rnd_f(-0.5f, 0.5f), ins[i].params.ew.beta = rnd_f(0.f, 1.f);
       } else {
         int b = (int)(rnd_u() % (uint32_t)nr);
@@ -304,9 +346,9 @@ static void test_declines(void) {
   CHECK(!fbx_cpu_epi_chain_compile(&p, 0, pin, &out, &ch), "an operand varying along W is declined");
   pin[1] = scal;
   CHECK(fbx_cpu_epi_chain_compile(&p, 0, pin, &out, &ch), "a scalar operand is taken");
-  fbx_ir_ew_instr sig[] = {I1(FBX_IR_OP_SIGMOID, 0)};
+  fbx_ir_ew_instr sig[] = {I1(FBX_IR_OP_LOG, 0)};
   fbx_ir_ew_program ps = prog_of(1, sig, 1);
-  CHECK(!fbx_cpu_epi_chain_compile(&ps, 0, pin, &out, &ch), "an op without a chain form (Sigmoid) is declined");
+  CHECK(!fbx_cpu_epi_chain_compile(&ps, 0, pin, &out, &ch), "an op without a chain form (Log) is declined");
   fbx_ir_ew_instr cst[] = {I2(FBX_IR_OP_ADD, 0, 1)};
   cst[0].dtype = FBX_DTYPE_F64;
   fbx_ir_ew_program pc = prog_of(2, cst, 1);

@@ -318,19 +318,22 @@ static void test_specials(float *y) {
   }
 }
 
-/* fbx__exp512 / fbx__erf512 (the AVX-512 kernels' epilogues) against the 8-lane forms, bit for bit,
- * over the whole sample (NaNs compared as NaN) */
-static FBX__S512_TGT int64_t diff512(int erf, int64_t *first) {
+/* fbx__exp512 / erf512 / sigmoid512 / tanh512 (the AVX-512 kernels' epilogues and register chains) against
+ * the 8-lane forms, bit for bit, over the whole sample (NaNs compared as NaN) */
+static const char *const g_f512[] = {"exp", "erf", "sigmoid", "tanh"};
+static FBX__S512_TGT __m512 f512(int f, __m512 v) {
+  return f == 0 ? fbx__exp512(v) : f == 1 ? fbx__erf512(v) : f == 2 ? fbx__sigmoid512(v) : fbx__tanh512(v);
+}
+static __m256 f256(int f, __m256 v) {
+  return f == 0 ? fbx__exp256(v) : f == 1 ? fbx__erf256(v) : f == 2 ? fbx__sigmoid256(v) : fbx__tanh256(v);
+}
+static FBX__S512_TGT int64_t diff512(int f, int64_t *first) {
   int64_t bad = 0;
   *first = -1;
   for (int64_t i = 0; i + 16 <= g_n; i += 16) {
     float a[16], b[16];
-    __m512 v = _mm512_loadu_ps(g_x + i);
-    _mm512_storeu_ps(a, erf ? fbx__erf512(v) : fbx__exp512(v));
-    for (int h = 0; h < 2; h++) {
-      __m256 w = _mm256_loadu_ps(g_x + i + 8 * h);
-      _mm256_storeu_ps(b + 8 * h, erf ? fbx__erf256(w) : fbx__exp256(w));
-    }
+    _mm512_storeu_ps(a, f512(f, _mm512_loadu_ps(g_x + i)));
+    for (int h = 0; h < 2; h++) _mm256_storeu_ps(b + 8 * h, f256(f, _mm256_loadu_ps(g_x + i + 8 * h)));
     for (int j = 0; j < 16; j++)
       if (memcmp(&a[j], &b[j], 4) && !(isnan(a[j]) && isnan(b[j]))) {
         if (*first < 0) *first = i + j;
@@ -343,13 +346,13 @@ static FBX__S512_TGT int64_t diff512(int erf, int64_t *first) {
 static void test_simd512(void) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f")) {
-    printf("exp512 / erf512: no AVX-512 on this CPU (skipped)\n");
+    printf("exp512 / erf512 / sigmoid512 / tanh512: no AVX-512 on this CPU (skipped)\n");
     return;
   }
-  for (int erf = 0; erf < 2; erf++) {
-    int64_t first = -1, bad = diff512(erf, &first);
-    check(bad == 0, "%s512 equals %s256 bit for bit over %lld floats: %lld differ (first x = %a)", erf ? "erf" : "exp",
-          erf ? "erf" : "exp", (long long)g_n, (long long)bad, first >= 0 ? (double)g_x[first] : 0.0);
+  for (int f = 0; f < 4; f++) {
+    int64_t first = -1, bad = diff512(f, &first);
+    check(bad == 0, "%s512 equals %s256 bit for bit over %lld floats: %lld differ (first x = %a)", g_f512[f],
+          g_f512[f], (long long)g_n, (long long)bad, first >= 0 ? (double)g_x[first] : 0.0);
   }
 }
 

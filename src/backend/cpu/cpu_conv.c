@@ -8,6 +8,9 @@
  *                                AVX-512 / 6x16 AVX2) reads B at per-tap offsets
  *                                (no im2col), K in chunks of ~144 taps,
  *                                parallel over output-row tiles (x channel blocks)
+ *   few positions / small maps : columns built transposed (OS, K) times W packed at
+ *                                compile: the small-M kernel or the prepacked-B GEMM
+ *                                (cpu_conv_small.c; maps up to FBX_CPU_CONV_COLS_MAX_OS)
  *   1x1 stride 1 pad 0, 3D     : per tile of output positions, X (or im2col)
  *                                packed into 16-wide panels + the same GEMM
  *                                (cpu_conv_gemm.c), parallel over tiles
@@ -70,7 +73,8 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
   if (g.G == g.C && g.M == g.C) return fbx_cpu_conv_dw_run(c, node, in, n_in, out, &g, info);
-  if (OS <= FBX_CPU_CONV_SMALL_MAX_OS) return fbx_cpu_conv_small_run(c, node, state, in, n_in, out, &g, info);
+  if (OS <= FBX_CPU_CONV_SMALL_MAX_OS || fbx_cpu_conv_cols_ok(state, &g))
+    return fbx_cpu_conv_small_run(c, node, state, in, n_in, out, &g, info);
   if (fbx_cpu_conv_direct_ok(&g)) return fbx_cpu_conv_direct_run(c, node, in, n_in, out, &g, info);
   return fbx_cpu_conv_tiled_run(c, node, in, n_in, out, &g, info);
 }

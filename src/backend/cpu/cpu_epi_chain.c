@@ -1,7 +1,11 @@
 /* Conv epilogues as a register chain (see cpu_epi_chain.h). The arithmetic of
  * every op is the interpreter's (cpu_ew.c, cpu_ew_ops.inc): Max/Min keep the
  * NaN of their first operand, Relu keeps NaN, HardSwish gives 0 (not NaN)
- * at -inf; HardSigmoid's vector form uses an FMA as the interpreter's does. */
+ * at -inf; HardSigmoid's vector form uses an FMA as the interpreter's does;
+ * Exp / Erf / Sigmoid / Tanh are the interpreter's vector functions (its
+ * 8-lane ones, or their 16-lane forms, lane for lane the same), and its
+ * scalar tails where a row segment ends inside 8 values (the AVX2 form and
+ * the portable one; the AVX-512 form's masked tail uses the vector function). */
 #include "cpu_epi_chain.h"
 
 #include <immintrin.h>
@@ -9,6 +13,8 @@
 #include <string.h>
 
 #include "cpu_gemm_avx512.h" /* fbx_cpu_avx512_enabled */
+#include "cpu_simd.h"         /* exp / erf / sigmoid / tanh, 8 lanes */
+#include "cpu_simd512.h"      /* and 16 */
 
 /* ---- compile ---- */
 
@@ -16,6 +22,7 @@ static bool fbx__epc_un_ok(fbx_ir_op op) {
   switch (op) {
     case FBX_IR_OP_IDENTITY: case FBX_IR_OP_NEG: case FBX_IR_OP_ABS: case FBX_IR_OP_RELU:
     case FBX_IR_OP_LEAKY_RELU: case FBX_IR_OP_HARD_SIGMOID: case FBX_IR_OP_HARD_SWISH:
+    case FBX_IR_OP_EXP: case FBX_IR_OP_ERF: case FBX_IR_OP_SIGMOID: case FBX_IR_OP_TANH:
       return true;
     default: return false;
   }
@@ -233,6 +240,11 @@ static inline float fbx__epc_un1(const fbx_cpu_epi_step *st, float x) {
       float v = x / 6.f + 0.5f, t0 = v > 1.f ? 1.f : v, t = t0 < 0.f ? 0.f : t0;
       return t == 0.f ? 0.f : x * t;
     }
+    /* the transcendentals as the block interpreter's tails compute them (cpu_ew.c) */
+    case FBX_IR_OP_EXP: return expf(x);
+    case FBX_IR_OP_ERF: return erff(x);
+    case FBX_IR_OP_SIGMOID: return fbx__sigmoid1(x);
+    case FBX_IR_OP_TANH: return tanhf(x);
     default: return x; /* IDENTITY */
   }
 }
@@ -287,6 +299,18 @@ static bool fbx__epc_row_consts(const fbx_cpu_epi_chain *ch, int64_t c, float *k
 
 /* ---- evaluate: AVX2 (8 lanes; the tail through the portable form) ---- */
 
+/* The transcendentals, the block interpreter's vector forms (cpu_simd.h), out of line: inlined, their
+ * bodies made the unary step too large to inline into the step loop, which slowed every other
+ * program's steps (PP-OCR's HardSwish epilogues 5-7%, measured). */
+__attribute__((noinline)) static __m256 fbx__epc_trans8(fbx_ir_op op, __m256 x) {
+  switch (op) {
+    case FBX_IR_OP_EXP: return fbx__exp256(x);
+    case FBX_IR_OP_ERF: return fbx__erf256(x);
+    case FBX_IR_OP_SIGMOID: return fbx__sigmoid256(x);
+    default: return fbx__tanh256(x);
+  }
+}
+
 static inline __m256 fbx__epc_un8(const fbx_cpu_epi_step *st, __m256 x) {
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.f);
   switch (st->op) {
@@ -304,6 +328,8 @@ static inline __m256 fbx__epc_un8(const fbx_cpu_epi_step *st, __m256 x) {
       __m256 t = _mm256_max_ps(zero, _mm256_min_ps(one, v));
       return _mm256_andnot_ps(_mm256_cmp_ps(t, zero, _CMP_EQ_OQ), _mm256_mul_ps(x, t));
     }
+    case FBX_IR_OP_EXP: case FBX_IR_OP_ERF: case FBX_IR_OP_SIGMOID: case FBX_IR_OP_TANH:
+      return fbx__epc_trans8(st->op, x);
     default: return x;
   }
 }
@@ -406,6 +432,16 @@ static void fbx__epc_row_avx2(const fbx_cpu_epi_chain *ch, const float *x, float
 /* ---- evaluate: AVX-512 (16 lanes, masked tail) ---- */
 #define FBX__T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
+/* As fbx__epc_trans8, 16 lanes (cpu_simd512.h: lane for lane the 8-lane forms). */
+FBX__T512 __attribute__((noinline)) static __m512 fbx__epc_trans16(fbx_ir_op op, __m512 x) {
+  switch (op) {
+    case FBX_IR_OP_EXP: return fbx__exp512(x);
+    case FBX_IR_OP_ERF: return fbx__erf512(x);
+    case FBX_IR_OP_SIGMOID: return fbx__sigmoid512(x);
+    default: return fbx__tanh512(x);
+  }
+}
+
 FBX__T512 static inline __m512 fbx__epc_un16(const fbx_cpu_epi_step *st, __m512 x) {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
   switch (st->op) {
@@ -423,6 +459,8 @@ FBX__T512 static inline __m512 fbx__epc_un16(const fbx_cpu_epi_step *st, __m512 
       __m512 t = _mm512_max_ps(zero, _mm512_min_ps(one, v));
       return _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(t, zero, _CMP_NEQ_UQ), x, t);
     }
+    case FBX_IR_OP_EXP: case FBX_IR_OP_ERF: case FBX_IR_OP_SIGMOID: case FBX_IR_OP_TANH:
+      return fbx__epc_trans16(st->op, x);
     default: return x;
   }
 }

@@ -55,53 +55,16 @@ static void fbx__ew_erf_f64(const double *a, double *o, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = erf(a[i]);
 }
 
-/* 1/(1+e^-x) as (x >= 0 ? 1 : e) / (1 + e), e = e^-|x|: e never overflows and
- * the tiny results of very negative x (down to subnormals) keep their
- * precision. max 2.35 ulp (tail 1.84); sigmoid(-inf) = 0, sigmoid(+inf) = 1,
- * NaN -> NaN. */
-static inline float fbx__sigmoid1(float x) {
-  float e = expf(-fabsf(x));
-  return (x >= 0 ? 1.f : e) / (1.f + e);
-}
+/* sigmoid: fbx__sigmoid256 (cpu_simd.h, max 2.35 ulp), the tail fbx__sigmoid1 (1.84) */
 static void fbx__ew_sigmoid_f32(const float *a, float *o, int64_t n) {
   int64_t i = 0;
-  const __m256 one = _mm256_set1_ps(1.f), sgn = _mm256_set1_ps(-0.f);
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(a + i);
-    __m256 e = fbx__exp256(_mm256_or_ps(x, sgn)); /* e^-|x| */
-    __m256 num = _mm256_blendv_ps(e, one, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
-    _mm256_storeu_ps(o + i, _mm256_div_ps(num, _mm256_add_ps(one, e)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, fbx__sigmoid256(_mm256_loadu_ps(a + i)));
   for (; i < n; i++) o[i] = fbx__sigmoid1(a[i]);
 }
-/* |x| < ln(3)/2 (where tanh = 1/2): odd Taylor polynomial through x^19
- * (truncation < 0.01 ulp); above: 1 - 2/(e^2|x| + 1), where the subtraction
- * is exact (Sterbenz) so only the quotient's ~1.5 ulp remain. max 1.43 ulp
- * (tail: glibc tanhf, 1.96); tanh(±inf) = ±1, tanh(-0) = -0, NaN -> NaN. */
+/* tanh: fbx__tanh256 (cpu_simd.h, max 1.43 ulp), the tail glibc tanhf (1.96) */
 static void fbx__ew_tanh_f32(const float *a, float *o, int64_t n) {
   int64_t i = 0;
-  const __m256 one = _mm256_set1_ps(1.f), two = _mm256_set1_ps(2.f);
-  const __m256 sgn = _mm256_set1_ps(-0.f);
-  /* Taylor coefficients of tanh(x) / x - 1 in x^2, highest first (x^19 .. x^3) */
-  static const float c[9] = {-443861162.f / 1856156927625.f, 6404582.f / 10854718875.f,
-                             -929569.f / 638512875.f,        21844.f / 6081075.f,
-                             -1382.f / 155925.f,             62.f / 2835.f,
-                             -17.f / 315.f,                  2.f / 15.f,
-                             -1.f / 3.f};
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(a + i);
-    __m256 ax = _mm256_andnot_ps(sgn, x);
-    __m256 e = fbx__exp256(_mm256_mul_ps(two, ax));
-    __m256 t = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(c[0]);
-    for (int k = 1; k < 9; k++) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(c[k]));
-    p = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), ax, ax);
-    __m256 small = _mm256_cmp_ps(ax, _mm256_set1_ps(0.549306144f), _CMP_LT_OQ);
-    /* both branches computed on |x|, x's sign put back last (keeps tanh(-0) = -0) */
-    __m256 r = _mm256_or_ps(_mm256_blendv_ps(t, p, small), _mm256_and_ps(sgn, x));
-    _mm256_storeu_ps(o + i, _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, fbx__tanh256(_mm256_loadu_ps(a + i)));
   for (; i < n; i++) o[i] = tanhf(a[i]);
 }
 void fbx_cpu_sigmoid_f32(const float *a, float *o, int64_t n) { fbx__ew_sigmoid_f32(a, o, n); }

@@ -130,6 +130,9 @@ void fbx_cpu_gemv_packed(fbx_cpu_ctx *c, const float *x, const float *packed, fl
 /* Y(M,N) (row stride ldy) = alpha * A(M,K) (row stride lda) @ B, B packed as
  * above: register-blocked kernel for small M (prefill): 12x32 AVX-512 where the CPU has it
  * (cpu_gemm_avx512.c), else 6x16 AVX2. */
+/* The largest M that the small-M packed kernel (fbx_cpu_gemm_packed) takes over the prepacked-B
+ * GEMM on this CPU (cpu_matmul.c says why). */
+int64_t fbx_cpu_small_m_max(void);
 void fbx_cpu_gemm_packed(fbx_cpu_ctx *c, const float *a, int64_t lda, const float *packed, float *y,
                          int64_t ldy, int64_t M, int64_t K, int64_t N, float alpha);
 /* y(N) = alpha * x(K) @ B with B row-major (K,N) (trans_b = 0) or (N,K) (trans_b = 1). */

@@ -26,6 +26,8 @@
 #define FBX__MM_SMALL_M 160
 #define FBX__MM_SMALL_M_AVX512 12
 
+int64_t fbx_cpu_small_m_max(void) { return fbx_cpu_avx512_enabled() ? FBX__MM_SMALL_M_AVX512 : FBX__MM_SMALL_M; }
+
 typedef struct fbx__mm_state {
   float *packed;       /* (ceil(N/16), K, 16) */
   int64_t K, N;
@@ -142,7 +144,7 @@ fbx_status *fbx_cpu_k_MATMUL(FBX_CPU_KERNEL_ARGS) {
   /* N == 1 (matrix x vector): y(M) = A(M,K) . b(K) is the GEMV with A as its
    * (N,K) matrix; the GEMM tiles would compute 32 columns to keep one */
   bool mat_vec = M > 1 && N == 1 && !ta;
-  const int64_t small_m = fbx_cpu_avx512_enabled() ? FBX__MM_SMALL_M_AVX512 : FBX__MM_SMALL_M;
+  const int64_t small_m = fbx_cpu_small_m_max();
   if (M > 1 && !mat_vec && !(packed && !ta && M <= small_m)) {
     fbx_cpu_gemm_desc d = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = a, .lda = ta ? M : K,
                            .B = b, .ldb = tb ? K : N, .Bpk = packed ? st->packed : NULL, .C = y, .ldc = N,

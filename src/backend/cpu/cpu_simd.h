@@ -3,6 +3,7 @@
 #define FBX_BACKEND_CPU_SIMD_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 /* dst[i*ldd + c] = src[c*lds + i] for an 8x8 float block, in registers (the
@@ -98,6 +99,45 @@ static inline __m256 fbx__erf256(__m256 x) {
   big = _mm256_blendv_ps(big, one, _mm256_cmp_ps(ax, _mm256_set1_ps(3.95f), _CMP_GE_OQ));
   big = _mm256_or_ps(big, _mm256_and_ps(x, sgn)); /* big >= 0 (or NaN): the sign of x */
   return _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.875f), _CMP_LT_OQ));
+}
+
+/* 1/(1+e^-x) as (x >= 0 ? 1 : e) / (1 + e), e = e^-|x|: e never overflows and the tiny results of
+ * very negative x (down to subnormals) keep their precision. max 2.35 ulp (measured by
+ * tests/backend/test_cpu_math_ulp.c); sigmoid(-inf) = 0, sigmoid(+inf) = 1, NaN -> NaN. */
+static inline __m256 fbx__sigmoid256(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  __m256 e = fbx__exp256(_mm256_or_ps(x, _mm256_set1_ps(-0.f))); /* e^-|x| */
+  __m256 num = _mm256_blendv_ps(e, one, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  return _mm256_div_ps(num, _mm256_add_ps(one, e));
+}
+/* The scalar form with glibc's expf (the vector loops' tails; max 1.84 ulp). */
+static inline float fbx__sigmoid1(float x) {
+  float e = expf(-fabsf(x));
+  return (x >= 0 ? 1.f : e) / (1.f + e);
+}
+
+/* Taylor coefficients of tanh(x) / x - 1 in x^2, highest first (x^19 .. x^3) */
+static const float fbx__tanh_c[9] = {-443861162.f / 1856156927625.f, 6404582.f / 10854718875.f,
+                                     -929569.f / 638512875.f,        21844.f / 6081075.f,
+                                     -1382.f / 155925.f,             62.f / 2835.f,
+                                     -17.f / 315.f,                  2.f / 15.f,
+                                     -1.f / 3.f};
+/* |x| < ln(3)/2 (where tanh = 1/2): odd Taylor polynomial through x^19 (truncation < 0.01 ulp);
+ * above: 1 - 2/(e^2|x| + 1), where the subtraction is exact (Sterbenz) so only the quotient's ~1.5
+ * ulp remain. max 1.43 ulp; tanh(+-inf) = +-1, tanh(-0) = -0, NaN -> NaN. */
+static inline __m256 fbx__tanh256(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.f), two = _mm256_set1_ps(2.f), sgn = _mm256_set1_ps(-0.f);
+  __m256 ax = _mm256_andnot_ps(sgn, x);
+  __m256 e = fbx__exp256(_mm256_mul_ps(two, ax));
+  __m256 t = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+  __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(fbx__tanh_c[0]);
+  for (int k = 1; k < 9; k++) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(fbx__tanh_c[k]));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), ax, ax);
+  __m256 small = _mm256_cmp_ps(ax, _mm256_set1_ps(0.549306144f), _CMP_LT_OQ);
+  /* both branches computed on |x|, x's sign put back last (keeps tanh(-0) = -0) */
+  __m256 r = _mm256_or_ps(_mm256_blendv_ps(t, p, small), _mm256_and_ps(sgn, x));
+  return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
 static inline float fbx__hsum256(__m256 v) {

@@ -58,4 +58,27 @@ static inline FBX__S512_TGT __m512 fbx__erf512(__m512 x) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.875f), _CMP_LT_OQ), big, small);
 }
 
+/* fbx__sigmoid256 on 16 lanes. */
+static inline FBX__S512_TGT __m512 fbx__sigmoid512(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  __m512 e = fbx__exp512(fbx__or512(x, _mm512_set1_ps(-0.f))); /* e^-|x| */
+  __m512 num = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), e, one);
+  return _mm512_div_ps(num, _mm512_add_ps(one, e));
+}
+
+/* fbx__tanh256 on 16 lanes. */
+static inline FBX__S512_TGT __m512 fbx__tanh512(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f), two = _mm512_set1_ps(2.f), sgn = _mm512_set1_ps(-0.f);
+  __m512 ax = fbx__andnot512(sgn, x);
+  __m512 e = fbx__exp512(_mm512_mul_ps(two, ax));
+  __m512 t = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+  __m512 x2 = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(fbx__tanh_c[0]);
+  for (int k = 1; k < 9; k++) p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(fbx__tanh_c[k]));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, x2), ax, ax);
+  __mmask16 small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.549306144f), _CMP_LT_OQ);
+  __m512 r = fbx__or512(_mm512_mask_blend_ps(small, t, p), fbx__and512(sgn, x));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);
+}
+
 #endif
