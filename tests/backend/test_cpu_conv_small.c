@@ -61,6 +61,8 @@ static void run_case(const char *name, const ccase *c) {
                   }
             ref[((n * c->M + m) * ro[0] + o0) * ro[1] * ro[2] + o1 * ro[2] + o2] = acc;
           }
+  /* float sums of K = C/G * taps products against the double reference: the error grows as sqrt(K) */
+  const double tol = fmax(2e-5, 2e-6 * sqrt((double)(c->C / c->G * KV)));
   for (int pass = 0; pass < 2; pass++) {
     void *state = NULL;
     fbx_ir_node nd = {.op = FBX_IR_OP_CONV, .n_inputs = 3, .n_outputs = 1, .params = p};
@@ -89,7 +91,7 @@ static void run_case(const char *name, const ccase *c) {
           "%s: variant %s", name, info.variant);
     char what[128];
     snprintf(what, sizeof what, "%s (%s)", name, info.variant);
-    fclose_arr(F(&y), ref, c->N * c->M * OS, 2e-5, what);
+    fclose_arr(F(&y), ref, c->N * c->M * OS, tol, what);
     check(pass == 0 || c->G != 1 || cols || strcmp(info.variant, "conv_small_out_packed") == 0,
           "%s: packed path not taken (%s)", name, info.variant);
     if (pass == 1 && state) { /* second run: the pack is reused */
@@ -97,14 +99,14 @@ static void run_case(const char *name, const ccase *c) {
       st = g_be->vt->run_node(g_be, &nd, state, in, 3, &y, 1, &info);
       check(st == NULL, "%s: second run: %s", name, st ? fbx_status_message(st) : "");
       fbx_status_free(st);
-      fclose_arr(F(&y), ref, c->N * c->M * OS, 2e-5, what);
+      fclose_arr(F(&y), ref, c->N * c->M * OS, tol, what);
     }
     if (state) g_be->vt->node_release(g_be, &nd, state);
   }
   free(ref);
   for (int i = 0; i < 3; i++) tfree(&in[i]);
   tfree(&y);
-  (void)IS, (void)KV;
+  (void)IS;
 }
 
 int main(void) {
@@ -120,12 +122,13 @@ int main(void) {
       {2, 1, 5, 6, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 0}, {0, 1}, 1},
       {2, 2, 8, 4, 2, {7, 6}, {3, 2}, {2, 3}, {1, 2}, {1, 1}, {1, 0}, 1},
       {3, 1, 3, 5, 1, {3, 4, 5}, {2, 2, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {1, 0, 0}, 1},
-      /* small maps of a ResNet's deep stages (more than 16 positions: with the packed W, im2col rows and
-         the prepacked-B GEMM): 7x7, stride 2 with asymmetric pads, dilation 2, stride 3 along W */
-      {2, 1, 64, 48, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
-      {2, 2, 24, 40, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, 1},
-      {2, 1, 16, 20, 1, {12, 12}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1},
-      {2, 1, 8, 12, 1, {9, 20}, {3, 3}, {1, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
+      /* small maps of a ResNet's deep stages (more than 16 positions, > 32 MFLOP a thread: with the packed
+         W, im2col rows and the prepacked-B GEMM): 14x14, stride 2 with asymmetric pads (7x7 out, batch
+         2), dilation 2, stride 3 along W (batch 3) */
+      {2, 1, 256, 128, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {2, 2, 512, 96, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, 1},
+      {2, 1, 256, 128, 1, {12, 12}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {2, 2}, 1},
+      {2, 3, 192, 128, 1, {9, 20}, {3, 3}, {1, 3}, {1, 1}, {1, 1}, {1, 1}, 0},
   };
   char name[64];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

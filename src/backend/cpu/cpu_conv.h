@@ -44,13 +44,15 @@ bool fbx_cpu_conv_direct_ok(const fbx_cpu_conv_geom *g);
 fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                                     fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
 #define FBX_CPU_CONV_SMALL_MAX_OS 16
-/* Small maps of many channels (a ResNet's 7x7 and 14x14 stages): the same transposed columns times
- * the packed W, through the prepacked-B GEMM, when the columns (OS x K floats) stay within
- * FBX_CPU_CONV_COLS_MAX and the node has fbx_cpu_conv_prepare's state (group 1, constant W). The
- * direct kernel computes such maps in few, short tiles (bench/RESULTS.md, session 8). */
+/* Small maps of many channels (a ResNet's 7x7 and 14x14 stages): im2col columns times the packed W
+ * through the prepacked-B GEMM, when the columns (OS x K floats) stay within FBX_CPU_CONV_COLS_MAX,
+ * the conv has 3x3 taps or more and enough work per thread, and the node has fbx_cpu_conv_prepare's
+ * state (group 1, constant W). The direct kernel computes such maps in few, short tiles
+ * (bench/RESULTS.md, session 8). */
 #define FBX_CPU_CONV_COLS_MAX_OS 256
 #define FBX_CPU_CONV_COLS_MAX ((int64_t)1 << 20)
-bool fbx_cpu_conv_cols_ok(const void *state, const fbx_cpu_conv_geom *g);
+#define FBX_CPU_CONV_COLS_MIN_FLOPS 32e6 /* per thread (fbx_cpu_conv_cols_ok says why) */
+bool fbx_cpu_conv_cols_ok(const void *state, const fbx_cpu_conv_geom *g, int threads);
 /* state: fbx_cpu_conv_prepare's (W packed at the first run on this path), or NULL */
 fbx_status *fbx_cpu_conv_small_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
                                    int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);

@@ -179,14 +179,17 @@ fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const 
   return NULL;
 }
 
-bool fbx_cpu_conv_cols_ok(const void *state, const fbx_cpu_conv_geom *g) {
+bool fbx_cpu_conv_cols_ok(const void *state, const fbx_cpu_conv_geom *g, int threads) {
   const fbx__scv_pack *pk = state;
   const int64_t OS = g->out[0] * g->out[1] * g->out[2], K = g->C * g->k[0] * g->k[1] * g->k[2];
-  /* 3x3 taps or more (measured: ResNet's 7x7 / 14x14 stages 1.2-2.1x faster than the direct kernel;
-     PP-OCR rec's 1x3 convs on 1x40 maps slower, kept direct) */
+  /* 3x3 taps or more, and enough work per thread: measured, ResNet-18's 7x7 / 14x14 stages at 2 threads
+     (58-115 MFLOP a thread) 1.2-2.1x faster than the direct kernel, the same model at 16 threads (7-14)
+     slower (its fixed steps - columns, A slivers, the transpose - do not shrink with threads);
+     PP-OCR rec's 1x3 convs on 1x40 maps slower, kept direct */
   const int64_t KV = g->k[0] * g->k[1] * g->k[2];
+  const double flops = 2.0 * (double)g->N * (double)g->M * (double)K * (double)OS;
   return pk && !pk->failed && g->G == 1 && pk->K == K && pk->M == g->M && KV >= 9 && OS <= FBX_CPU_CONV_COLS_MAX_OS &&
-         OS * K <= FBX_CPU_CONV_COLS_MAX;
+         OS * K <= FBX_CPU_CONV_COLS_MAX && flops >= FBX_CPU_CONV_COLS_MIN_FLOPS * (threads > 0 ? threads : 1);
 }
 
 fbx_status *fbx_cpu_conv_small_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
