@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu_conv.h"
+#include "cpu_gemm_avx512.h" /* fbx_cpu_avx512_enabled */
 
 /* ---- direct 2D conv (no im2col): X is repacked once per call into s*s
  * phase planes per channel, zero padded: xr[c][a][b][i][j] =
@@ -206,7 +207,9 @@ fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, con
             (int32_t)(((cc * nph + a) * npw + bb) * plane + ((kh * dh) / sh) * PW2 + (kw * dw) / sw);
       }
   info->variant = local ? "conv_direct_gemm_tile_repack" : "conv_direct_gemm";
-  info->reason = "2D: input repacked into zero-padded stride-phase planes, 6x16 AVX2 GEMM on per-tap offsets";
+  info->reason = fbx_cpu_avx512_enabled()
+                     ? "2D: input repacked into zero-padded stride-phase planes, 12x32 AVX-512 GEMM on per-tap offsets"
+                     : "2D: input repacked into zero-padded stride-phase planes, 6x16 AVX2 GEMM on per-tap offsets";
   for (int64_t n = 0; n < g->N; n++) {
     fbx__dcv_job j = {.g = g, .x = x + n * g->C * g->in[1] * g->in[2], .xr = xr, .koff = koff, .tmp = tmp,
                       .Mg = Mg, .K = K, .PH2 = PH2, .PW2 = PW2, .rows = rows, .mblocks = mblocks,
