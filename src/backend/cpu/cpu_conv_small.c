@@ -1,6 +1,8 @@
 /* CONV with few output positions (fbx_cpu_conv_small_run, OS <= FBX_CPU_CONV_SMALL_MAX_OS
  * per image): the 1-D convs of streaming audio models on one chunk, deep
- * layers of tiny maps. */
+ * layers of tiny maps; and, with W packed at compile, the small maps of many
+ * channels that fbx_cpu_conv_cols_ok admits (a ResNet's 7x7 / 14x14 stages):
+ * im2col rows times the packed W through the prepacked-B GEMM. */
 #include <string.h>
 
 #include "cpu_conv.h"
