@@ -147,6 +147,14 @@ __host__ __device__ constexpr int tile_stride(int H) { return H % 4 == 0 ? H + 4
 // Floats of shared memory before the tiles (q, scores, per head max and sum),
 // rounded up to 4 so that the tiles start on 16 bytes.
 __host__ __device__ constexpr int head_floats(int hpg, int H, int SL) { return (hpg * H + hpg * SL + 2 * hpg + 3) & ~3; }
+// Floats of the K tile's area, which the p * V reduction (kThreads * kPvHeads * 4 floats) reuses
+// (without tiles: the reduction alone); the V tile follows it, then the one flag int.
+__host__ __device__ constexpr int kt_area(int H, int SL, bool tile) {
+  return tile && SL * tile_stride(H) > kThreads * kPvHeads * 4 ? SL * tile_stride(H) : kThreads * kPvHeads * 4;
+}
+__host__ __device__ constexpr int flag_at(int hpg, int H, int SL, bool tile) {
+  return head_floats(hpg, H, SL) + kt_area(H, SL, tile) + (tile ? SL * tile_stride(H) : 0);
+}
 
 // One split of one (b, g, s): the scores, softmax and p * V of keys
 // [t0, t0 + n), written to out (one split) or as a partial (attend_kernel's
@@ -163,7 +171,7 @@ __device__ __forceinline__ void attend_split(const fbx_cuda_gqa_args &a, float *
   const int H = (int)a.H, S = (int)a.S, hpg = (int)(a.nh / a.kvh), SL = a.split_len, tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31;
   const long long half = a.rot / 2;
-  const int KS = tile_stride(H), kt_floats = TILE && SL * KS > kThreads * kPvHeads * 4 ? SL * KS : kThreads * kPvHeads * 4;
+  const int KS = tile_stride(H), kt_floats = kt_area(H, SL, TILE);
   float *qs = sm, *sc = qs + hpg * H, *mh = sc + hpg * SL, *lh = mh + hpg, *red = sm + head_floats(hpg, H, SL);
   float *kt = red, *vt = kt + kt_floats;  // kt: the K tile until the scores are taken, then red (p * V partials)
   if (TILE) {
@@ -323,7 +331,7 @@ __device__ __forceinline__ bool last_to_finish(int *ctr, int n, volatile int *fl
 // not this SM's L1), the loads of a column issued before their sums so that
 // they wait on memory once, not once per split.
 __device__ __forceinline__ void merge_group(const fbx_cuda_gqa_args &a, float *sm, long long b, int s, int g,
-                                         const float *part_bs) {
+                                            const float *part_bs) {
   const int H = (int)a.H, S = (int)a.S, hpg = (int)(a.nh / a.kvh), ns = a.n_split, tid = threadIdx.x;
   const int warp = tid >> 5, lane = tid & 31, stride = H + 2;
   float *w = sm, *lsum = w + hpg * ns;
@@ -425,8 +433,7 @@ __global__ void __launch_bounds__(kThreads) attend_kernel(const fbx_cuda_gqa_arg
   } else {
     attend_split<VEC, TILE>(a, sm, b, s, g, split, t0, n, pos, K, V, ok, part_bs);
   }
-  const int tile = TILE ? SL * tile_stride(H) : 0, red = kThreads * kPvHeads * 4;
-  int *flag = (int *)(sm + head_floats(hpg, H, SL) + (tile > red ? tile : red) + tile);  // fbx_cuda_gqa_smem's last
+  int *flag = (int *)(sm + flag_at(hpg, H, SL, TILE));  // fbx_cuda_gqa_smem's last
   if (a.n_split > 1 && a.counters && last_to_finish(a.counters + x, a.n_split, flag))
     merge_group(a, sm, b, s, g, part_bs);
 }
@@ -492,9 +499,7 @@ extern "C" int fbx_cuda_launch_rope(const fbx_cuda_rope_args *a, cudaStream_t s)
 }
 
 extern "C" size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len, int tile_kv) {
-  const int64_t tile = tile_kv ? split_len * tile_stride((int)H) : 0, red = (int64_t)kThreads * kPvHeads * 4;
-  return sizeof(float) *
-         (size_t)(head_floats((int)hpg, (int)H, (int)split_len) + (tile > red ? tile : red) + tile + 1);
+  return sizeof(float) * (size_t)(flag_at((int)hpg, (int)H, (int)split_len, tile_kv != 0) + 1);
 }
 
 extern "C" size_t fbx_cuda_gqa_combine_smem(int64_t n_split) {
