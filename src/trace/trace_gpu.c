@@ -27,12 +27,22 @@
  *
  * What adds up (per device-side eval slice, its args):
  *   span_us  = last record's end - first record's start;
- *   dev_us   = busy time: the sum of the records' durations (on one stream
- *              they never overlap, so this is the union of busy intervals);
+ *   dev_us   = busy time: the sum of the records' busy durations, the union
+ *              of busy intervals (see "early start" below);
  *   idle_us  = span_us - dev_us: the device waited between records (on a
  *              launch-bound decode, for the host to enqueue the next one);
  *   op_us    = the part of dev_us attributed to nodes (the sum of the eval's
  *              op.device dev_us), unattributed_us the rest.
+ * Early start: with programmatic dependent launch (cuda_launch.cuh) a kernel
+ * is resident, and CUPTI's record starts, before the kernel before it on
+ * the stream has ended; it waits for it in griddepcontrol.wait. A stream's
+ * kernel records arrive in completion order (copies may come apart from
+ * them), so a kernel record that begins before the previous kernel's end (of
+ * the same eval)
+ * and ends after it is cut to begin there: its slice and its busy time start
+ * at the previous kernel's end, and the time it spent resident before is its
+ * argument "early_start_us". Slices of a stream thus do not overlap (they
+ * nest as the table above says) and no time is counted twice.
  * So span = op + unattributed + idle exactly; the session summary prints the
  * totals with idle as its own "idle (host-bound)" entry. A node's device time
  * (op.device dev_us, the slowest-ops table) is the sum of its records'
@@ -184,6 +194,7 @@ typedef struct stream_state {
   int op_how;                       /* HOW_* */
   uint64_t op_t0, op_t1, op_busy;
   int64_t op_records;
+  uint64_t busy_end, busy_eval;     /* end of the stream's last kernel record, its eval (early start) */
   const fbx_trace_gpu_map *rep_map; /* the graph replay being attributed (NULL: none) */
   uint32_t rep_corr;                /* its launch's correlation id */
   int64_t rep_k, rep_c;             /* its kernels and copies seen so far */
@@ -544,7 +555,7 @@ static const char *name_json(const gpu_name *nm, size_t *len) {
  * graph), correlation,
  * graph?, attribution?, with the constant pieces escaped once. */
 static void record_json(fbx__sbuf *b, const gpu_rec *a, const char *name, const char *cat,
-                        fbx_trace_op_site *site, int how) {
+                        fbx_trace_op_site *site, int how, uint64_t early_ns) {
   size_t len = 0;
   const char *nj = a->kind == 1 && a->name ? name_json(a->name, &len) : NULL;
   head(b, name, nj, len, cat, "X", a->stream);
@@ -583,6 +594,10 @@ static void record_json(fbx__sbuf *b, const gpu_rec *a, const char *name, const 
     PUTL(b, ",\"bytes\":");
     fbx__sbuf_i64(b, (int64_t)a->u.c.bytes);
   }
+  if (early_ns) {
+    PUTL(b, ",\"early_start_us\":");
+    fbx__sbuf_ts(b, early_ns);
+  }
   PUTL(b, ",\"correlation\":");
   fbx__sbuf_i64(b, a->correlation);
   if (a->graph) PUTL(b, ",\"graph\":1");
@@ -595,10 +610,19 @@ static void record_json(fbx__sbuf *b, const gpu_rec *a, const char *name, const 
 }
 
 /* One record through the slice builder, its events formatted. */
-static void build_one(const gpu_rec *a) {
-  stream_state *st = stream_of(a->stream);
+static void build_one(const gpu_rec *rec) {
+  stream_state *st = stream_of(rec->stream);
   if (!st) return;
-  name_track(st, a->eval);
+  name_track(st, rec->eval);
+  gpu_rec busy = *rec; /* a kernel from the previous kernel's end on (early start, above) */
+  if (rec->kind == 1) {
+    if (st->busy_eval != rec->eval) st->busy_end = 0; /* kernels of one eval only */
+    st->busy_eval = rec->eval;
+    if (busy.t0 < st->busy_end && busy.t1 > st->busy_end) busy.t0 = st->busy_end;
+    if (busy.t1 > st->busy_end) st->busy_end = busy.t1;
+  }
+  const uint64_t early_ns = busy.t0 - rec->t0;
+  const gpu_rec *a = &busy;
   uint64_t t0 = a->t0, t1 = a->t1, d = t1 - t0;
   if (st->eval != a->eval) close_eval(st);
   /* the record's node: its own tag, or in a graph replay its place in the replay (capture order) */
@@ -688,7 +712,7 @@ static void build_one(const gpu_rec *a) {
   int dest = dest_of(a->eval);
   if (!dest) return;
   fbx__sbuf *b = ev_buf();
-  record_json(b, a, name, cat, site, how);
+  record_json(b, a, name, cat, site, how, early_ns);
   put_event(b, dest);
 }
 

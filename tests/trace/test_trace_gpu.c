@@ -11,6 +11,8 @@
  *     (fbx_trace_gpu_map_create), a record beyond the map left as "CUDAGraphReplay";
  *   - FUSEBOX_GPU_CAPTURE / _EVAL: the capture file is valid JSON holding exactly that eval's
  *     records, with and without FUSEBOX_TRACE;
+ *   - kernels that start early (programmatic dependent launch: resident before the kernel
+ *     before them ends) are cut at that end, with early_start_us, and counted once;
  *   - everything unset: no capture, no flags.
  * The records are synthetic, with durations chosen here, so every expected value below is
  * worked out by hand from them. */
@@ -635,6 +637,56 @@ static int t_capture_only(void) {
   return 0;
 }
 
+/* Programmatic dependent launch: MatMul kernels [0,10] and [7,20] us (resident 3 us before
+ * the first ended), Add's kernel [18,30] (2 us early), then an upload [31,35] us and a kernel
+ * [33,40] that starts during the copy (not after a kernel: left as it is) and one [50,60]
+ * wholly after the last kernel's end. Busy: 10 + 10 + 10 + 4 + 7 + 10 = 51 us of a 60 us span. */
+static int child_early(void) {
+  fbx_trace_session *s = fbx_trace_session_create("gpu-early");
+  fbx_trace_session_bind(s);
+  fbx_trace_op_site *mm = fbx_trace_op_site_get(s, &k_mm), *add = fbx_trace_op_site_get(s, &k_add);
+  if (!mm || !add) return 3;
+  bool cap = false;
+  uint64_t ev = fbx_trace_gpu_eval_begin(&cap);
+  uint64_t t0 = fbx_trace_now_ns() + 1000000;
+  fbx_trace_gpu_act a[] = {act(1, K_MM, t0, 0, 10, ev, mm, 1),       act(1, K_MM, t0, 7, 20, ev, mm, 2),
+                           act(1, "add_f32", t0, 18, 30, ev, add, 3), act(2, NULL, t0, 31, 35, ev, add, 4),
+                           act(1, "add_f32", t0, 33, 40, ev, add, 5), act(1, "add_f32", t0, 50, 60, ev, add, 6)};
+  for (int i = 0; i < 6; i++) fbx_trace_gpu_activity(&a[i]);
+  fbx_trace_gpu_drained(true);
+  fbx_trace_session_bind(NULL);
+  fbx_trace_session_destroy(s);
+  return 0;
+}
+
+static int t_early(void) {
+  char *tr = path_of("early.json"), *err = path_of("early.err");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), NULL};
+  CHECK(run_child("early", env, err) == 0);
+  json_t *j = NULL, *k[8], *o[4];
+  CHECK(load_ok(tr, &j));
+  CHECK(of_cat(j, "gpu.kernel", 1, k, 8) == 5);
+  CHECK(of_cat(j, "op.device", 1, o, 4) == 2);
+  const double ts[5] = {0, 10, 20, 33, 50}, dur[5] = {10, 10, 10, 7, 10}, early[5] = {0, 3, 2, 0, 0};
+  double base = 1e300;
+  for (int q = 0; q < 5; q++) base = fmin(base, num(k[q], "ts"));
+  for (int q = 0; q < 5; q++) { /* kernels in arrival order */
+    CHECK(fabs(num(k[q], "ts") - base - ts[q]) < 1e-6 && fabs(num(k[q], "dur") - dur[q]) < 1e-6);
+    CHECK(fabs(arg_num(k[q], "early_start_us") - early[q]) < 1e-6); /* absent = 0 */
+    CHECK(early[q] != 0 || !json_object_get(json_object_get(k[q], "args"), "early_start_us"));
+  }
+  json_t *v = NULL;
+  CHECK(of_cat(j, "device", 1, &v, 1) == 1);
+  CHECK(fabs(arg_num(v, "span_us") - 60.0) < 1e-6 && fabs(arg_num(v, "dev_us") - 51.0) < 1e-6);
+  CHECK(fabs(arg_num(v, "idle_us") - 9.0) < 1e-6 && fabs(arg_num(v, "op_us") - 51.0) < 1e-6);
+  json_t *mmo = !strcmp(json_string_value(json_object_get(o[0], "name")), "MatMul") ? o[0] : o[1];
+  json_t *ado = mmo == o[0] ? o[1] : o[0];
+  CHECK(fabs(arg_num(mmo, "dev_us") - 20.0) < 1e-6 && fabs(num(mmo, "dur") - 20.0) < 1e-6);
+  CHECK(fabs(arg_num(ado, "dev_us") - 31.0) < 1e-6 && fabs(num(ado, "ts") - base - 20.0) < 1e-6);
+  json_decref(j);
+  return 0;
+}
+
 /* Everything unset: no capture and nothing recorded. */
 static int child_off(void) {
   if (fbx_trace_flags() != 0 || fbx_trace_gpu_capture_eval() != -1) return 3;
@@ -704,6 +756,7 @@ static const tcase k_cases[] = {
     {"gpu_binary_records_give_the_old_events", t_exact, "exact", child_exact},
     {"gpu_records_from_another_thread_past_pending_max", t_volume, "volume", child_volume},
     {"gpu_capture_without_trace", t_capture_only, "capture_only", child_capture_only},
+    {"gpu_kernels_starting_early_cut_at_the_previous_end", t_early, "early", child_early},
     {"gpu_all_unset_off", t_off, "off", child_off},
 };
 

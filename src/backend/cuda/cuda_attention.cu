@@ -26,7 +26,7 @@
 
 #include <cuda_pipeline.h>
 
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
@@ -35,10 +35,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kHeadChunk = 8;  // at most this many query heads scored per K row load
 constexpr int kPvHeads = 4;    // query heads per p * V pass
 
-inline unsigned grid_for(long long n) {
-  long long b = (n + 255) / 256;
-  return (unsigned)(b > 65535LL * 16 ? 65535LL * 16 : (b < 1 ? 1 : b));
-}
+using fbx::grid_for;
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -68,6 +65,7 @@ __device__ __forceinline__ float rope_elem(const float *x, long long i, long lon
 
 // ---------------------------------------------------------------- ROTARY --
 __global__ void rope_kernel(const fbx_cuda_rope_args a) {
+  fbx::pdl_enter();
   const long long n = a.B * a.S * a.N * a.H;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n;
        t += (long long)gridDim.x * blockDim.x) {
@@ -115,6 +113,7 @@ __device__ bool gqa_lens(const fbx_cuda_gqa_args &a, long long b, long long *pb,
 
 // thread per element of the rows written: (b, g, row, i); both K and V
 __global__ void kv_write_kernel(const fbx_cuda_gqa_args a) {
+  fbx::pdl_enter();
   const long long H = a.H, rows = a.shared ? a.S : a.L, n = a.B * a.kvh * rows * H;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n;
        t += (long long)gridDim.x * blockDim.x) {
@@ -397,6 +396,7 @@ __device__ __forceinline__ void merge_group(const fbx_cuda_gqa_args &a, float *s
 // does no work (it still counts in when a.counters is set).
 template <int VEC, bool TILE>
 __global__ void __launch_bounds__(kThreads) attend_kernel(const fbx_cuda_gqa_args a) {
+  fbx::pdl_enter();
   extern __shared__ __align__(16) float sm[];
   const int H = (int)a.H, S = (int)a.S, hpg = (int)(a.nh / a.kvh), SL = a.split_len, tid = threadIdx.x;
   const long long x = blockIdx.x;
@@ -455,6 +455,7 @@ __device__ __forceinline__ float block_reduce(float v, float *scr, bool is_max) 
 // shared memory in a fixed order. Dynamic shared memory: n_split + kThreads +
 // kWarps floats.
 __global__ void __launch_bounds__(kThreads) combine_kernel(const fbx_cuda_gqa_args a) {
+  fbx::pdl_enter();
   extern __shared__ __align__(16) float sm[];
   float *w = sm, *red = w + a.n_split, *scr = red + kThreads;
   const long long H = a.H, x = blockIdx.x, ns = a.n_split;  // x = (b * S + s) * nh + head
@@ -494,7 +495,7 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const fbx_cuda_gqa_ar
 extern "C" int fbx_cuda_launch_rope(const fbx_cuda_rope_args *a, cudaStream_t s) {
   const long long n = a->B * a->S * a->N * a->H;
   if (n <= 0) return 0;
-  rope_kernel<<<grid_for(n), 256, 0, s>>>(*a);
+  fbx::launch(rope_kernel, grid_for(n), 256, 0, s, *a);
   return (int)cudaGetLastError();
 }
 
@@ -511,7 +512,7 @@ extern "C" int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s) {
   const long long rows = a->shared ? a->S : a->L;
   int e = 0;
   if (!a->fuse_kv) {
-    kv_write_kernel<<<grid_for(a->B * a->kvh * rows * a->H), 256, 0, s>>>(*a);
+    fbx::launch(kv_write_kernel, grid_for(a->B * a->kvh * rows * a->H), 256, 0, s, *a);
     e = (int)cudaGetLastError();
     if (e) return e;
   }
@@ -521,14 +522,14 @@ extern "C" int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s) {
   /* float4 loads: rows of H floats at 16-byte aligned bases */
   const bool vec4 = a->H % 4 == 0 && ((uintptr_t)a->pk & 15) == 0 && ((uintptr_t)a->pv & 15) == 0;
   const dim3 grid((unsigned)nblk, (unsigned)a->n_split);
-  if (vec4 && a->tile) attend_kernel<4, true><<<grid, kThreads, smem, s>>>(*a);
-  else if (vec4) attend_kernel<4, false><<<grid, kThreads, smem, s>>>(*a);
-  else if (a->tile) attend_kernel<1, true><<<grid, kThreads, smem, s>>>(*a);
-  else attend_kernel<1, false><<<grid, kThreads, smem, s>>>(*a);
+  if (vec4 && a->tile) fbx::launch(attend_kernel<4, true>, grid, kThreads, smem, s, *a);
+  else if (vec4) fbx::launch(attend_kernel<4, false>, grid, kThreads, smem, s, *a);
+  else if (a->tile) fbx::launch(attend_kernel<1, true>, grid, kThreads, smem, s, *a);
+  else fbx::launch(attend_kernel<1, false>, grid, kThreads, smem, s, *a);
   e = (int)cudaGetLastError();
   if (e || a->n_split == 1 || a->counters) return e;
   const long long nout = a->B * a->S * a->nh;
   if (nout > 2147483647LL) return (int)cudaErrorInvalidValue;
-  combine_kernel<<<(unsigned)nout, kThreads, fbx_cuda_gqa_combine_smem(a->n_split), s>>>(*a);
+  fbx::launch(combine_kernel, (unsigned)nout, kThreads, fbx_cuda_gqa_combine_smem(a->n_split), s, *a);
   return (int)cudaGetLastError();
 }

@@ -367,6 +367,7 @@ static fbx_status *fbx__cuda_open(const fbx_cuda_options *opt, fbx_backend **out
   c->lt_ws_size = FBX__CUDA_WS_BYTES;
   const char *ks = getenv("FUSEBOX_CUDA_MNB_KSPLIT"); /* A/B of the split-K decode GEMV (cuda_mnb.cu) */
   c->mnb_ksplit = !(ks && ks[0] == '0');
+  fbx_cuda_pdl_init();
   fbx_status *st = fbx_cuda_check(cudaSetDevice(c->device), "cudaSetDevice");
   struct cudaDeviceProp prop;
   if (!st) st = fbx_cuda_check(cudaGetDeviceProperties(&prop, c->device), "cudaGetDeviceProperties");

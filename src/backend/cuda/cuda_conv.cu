@@ -3,18 +3,16 @@
 // go through cuBLASLt (cuda_matmul.c).
 #include <math.h>
 
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 #include "../../ir/ir_ops.h"
 
 namespace {
 
-inline unsigned grid_for(long long n) {
-  long long b = (n + 255) / 256;
-  return (unsigned)(b > 65535LL * 16 ? 65535LL * 16 : (b < 1 ? 1 : b));
-}
+using fbx::grid_for;
 
 // col[(c * KH + kh) * KW + kw][oh * OW + ow] for one image, all groups
 __global__ void im2col_kernel(const float *x, float *col, const fbx_cuda_conv_geom g) {
+  fbx::pdl_enter();
   long long S = g.OH * g.OW, n = g.C * g.KH * g.KW * S;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -28,6 +26,7 @@ __global__ void im2col_kernel(const float *x, float *col, const fbx_cuda_conv_ge
 
 __global__ void conv_direct_kernel(const float *x, const float *w, const float *bias, float *y,
                                    const fbx_cuda_conv_geom g) {
+  fbx::pdl_enter();
   long long n_out = g.N * g.M * g.OH * g.OW;
   long long Cg = g.C / g.group, Mg = g.M / g.group;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_out;
@@ -53,12 +52,14 @@ __global__ void conv_direct_kernel(const float *x, const float *w, const float *
 }
 
 __global__ void bias_kernel(float *y, const float *b, long long M, long long S, long long n) {
+  fbx::pdl_enter();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x)
     y[i] += b[(i / S) % M];
 }
 
 __global__ void col2im_kernel(const float *col, const float *bias, float *y, const fbx_cuda_conv_geom g) {
+  fbx::pdl_enter();
   long long OS = g.OH * g.OW, HW = g.H * g.W, n = g.M * OS;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -82,6 +83,7 @@ __global__ void col2im_kernel(const float *col, const float *bias, float *y, con
 }
 
 __global__ void pool_kernel(const float *x, float *y, const fbx_cuda_pool_args a) {
+  fbx::pdl_enter();
   const fbx_cuda_conv_geom &g = a.g;
   long long n_out = g.N * g.C * g.OH * g.OW;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_out;
@@ -118,6 +120,7 @@ __global__ void pool_kernel(const float *x, float *y, const fbx_cuda_pool_args a
 }
 
 __global__ void global_pool_kernel(const float *x, float *y, long long S, int is_max) {
+  fbx::pdl_enter();
   __shared__ double sh[256];
   const float *xr = x + blockIdx.x * S;
   double acc = is_max ? -INFINITY : 0.0;
@@ -136,7 +139,7 @@ __global__ void global_pool_kernel(const float *x, float *y, long long S, int is
 extern "C" int fbx_cuda_launch_im2col(const float *x_n, float *col, const fbx_cuda_conv_geom *g, cudaStream_t s) {
   long long n = g->C * g->KH * g->KW * g->OH * g->OW;
   if (n <= 0) return 0;
-  im2col_kernel<<<grid_for(n), 256, 0, s>>>(x_n, col, *g);
+  fbx::launch(im2col_kernel, grid_for(n), 256, 0, s, x_n, col, *g);
   return (int)cudaGetLastError();
 }
 
@@ -144,14 +147,14 @@ extern "C" int fbx_cuda_launch_conv_direct(const float *x, const float *w, const
                                            const fbx_cuda_conv_geom *g, cudaStream_t s) {
   long long n = g->N * g->M * g->OH * g->OW;
   if (n <= 0) return 0;
-  conv_direct_kernel<<<grid_for(n), 256, 0, s>>>(x, w, bias, y, *g);
+  fbx::launch(conv_direct_kernel, grid_for(n), 256, 0, s, x, w, bias, y, *g);
   return (int)cudaGetLastError();
 }
 
 extern "C" int fbx_cuda_launch_bias_add(float *y, const float *bias, int64_t N, int64_t M, int64_t S, cudaStream_t s) {
   long long n = N * M * S;
   if (n <= 0) return 0;
-  bias_kernel<<<grid_for(n), 256, 0, s>>>(y, bias, M, S, n);
+  fbx::launch(bias_kernel, grid_for(n), 256, 0, s, y, bias, M, S, n);
   return (int)cudaGetLastError();
 }
 
@@ -159,20 +162,20 @@ extern "C" int fbx_cuda_launch_col2im(const float *col, const float *bias, float
                                       cudaStream_t s) {
   long long n = g->M * g->OH * g->OW;
   if (n <= 0) return 0;
-  col2im_kernel<<<grid_for(n), 256, 0, s>>>(col, bias, y_n, *g);
+  fbx::launch(col2im_kernel, grid_for(n), 256, 0, s, col, bias, y_n, *g);
   return (int)cudaGetLastError();
 }
 
 extern "C" int fbx_cuda_launch_pool(const float *x, float *y, const fbx_cuda_pool_args *a, cudaStream_t s) {
   long long n = a->g.N * a->g.C * a->g.OH * a->g.OW;
   if (n <= 0) return 0;
-  pool_kernel<<<grid_for(n), 256, 0, s>>>(x, y, *a);
+  fbx::launch(pool_kernel, grid_for(n), 256, 0, s, x, y, *a);
   return (int)cudaGetLastError();
 }
 
 extern "C" int fbx_cuda_launch_global_pool(const float *x, float *y, int64_t rows, int64_t S, int is_max,
                                            cudaStream_t s) {
   if (rows <= 0) return 0;
-  global_pool_kernel<<<(unsigned)rows, 256, 0, s>>>(x, y, S, is_max);
+  fbx::launch(global_pool_kernel, (unsigned)rows, 256, 0, s, x, y, S, is_max);
   return (int)cudaGetLastError();
 }

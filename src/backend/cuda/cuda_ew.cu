@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 #include "../../ir/ir_ops.h"
 
 namespace {
@@ -55,6 +55,7 @@ __device__ __forceinline__ long long in_off(const A &a, int k, long long i) {
 }
 
 __global__ void ew_small_kernel(const ew_small_t a) {
+  fbx::pdl_enter();
   reg R[4 + 8];
   unsigned char K[4 + 8];
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.n;
@@ -72,6 +73,7 @@ __global__ void ew_small_kernel(const ew_small_t a) {
 }
 
 __global__ void ew_kernel(const fbx_cuda_ew_args a) {
+  fbx::pdl_enter();
   reg R[FBX_CUDA_EW_MAX_REGS];
   unsigned char K[FBX_CUDA_EW_MAX_REGS];
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.n;
@@ -127,9 +129,9 @@ extern "C" int fbx_cuda_launch_ew(const fbx_cuda_ew_args *a, cudaStream_t s) {
       for (int d = 0; d < a->rank; d++) b.in_strides[k][d] = a->in_strides[k][d];
     }
     for (int j = 0; j < a->n_ins; j++) b.prog[j] = a->inline_prog[j];
-    ew_small_kernel<<<(unsigned)blocks, 256, 0, s>>>(b);
+    fbx::launch(ew_small_kernel, (unsigned)blocks, 256, 0, s, b);
   } else {
-    ew_kernel<<<(unsigned)blocks, 256, 0, s>>>(*a);
+    fbx::launch(ew_kernel, (unsigned)blocks, 256, 0, s, *a);
   }
   return (int)cudaGetLastError();
 }

@@ -110,9 +110,14 @@ bool fbx_cuda_ew_rtc_launch(fbx_cuda_ctx *c, const fbx_cuda_ew_args *a, const fb
   if (!e->fn) return false;
   long long blocks = (a->n + 255) / 256;
   if (blocks > 65535LL * 16) blocks = 65535LL * 16;
-  dim3 grid = {(unsigned)blocks, 1, 1}, block = {256, 1, 1};
   void *args[] = {(void *)a};
-  *err = (int)cudaLaunchKernel((const void *)e->fn, grid, block, args, 0, c->stream);
+  /* the generated kernel begins with griddepcontrol.wait (cuda_ew_gen.c), so it may launch with
+   * programmatic stream serialization like the .cu kernels (cuda_launch.cuh) */
+  cudaLaunchAttribute attr = {.id = cudaLaunchAttributeProgrammaticStreamSerialization};
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {.gridDim = {(unsigned)blocks, 1, 1}, .blockDim = {256, 1, 1}, .stream = c->stream,
+                            .attrs = &attr, .numAttrs = fbx_cuda_pdl ? 1 : 0};
+  *err = (int)cudaLaunchKernelExC(&cfg, (const void *)e->fn, args);
   return true;
 }
 

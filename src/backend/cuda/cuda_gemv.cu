@@ -17,13 +17,14 @@
 // ~70 us of host time per new shape (the attention's N or K grows every
 // decode step), and its fp32 gemv streamed 2-6 MB weights at 0.5-0.6 TB/s
 // on the H200 (bench/RESULTS.md, "CUDA decode").
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
 __global__ void gemv_nk_kernel(const float *__restrict__ x, const float *__restrict__ B, float *__restrict__ y,
                                long long N, long long K, long long sx, long long sb, long long sy, float alpha,
                                int vec4) {
+  fbx::pdl_enter();
   long long n = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
   int lane = threadIdx.x & 31;
   if (n >= N) return;
@@ -54,6 +55,7 @@ template <int KN_GROUPS>
 __global__ void __launch_bounds__(KN_COLS *KN_GROUPS)
     gemv_kn_kernel(const float *__restrict__ x, const float *__restrict__ B, float *__restrict__ y, long long N,
                    long long K, long long sx, long long sb, long long sy, float alpha) {
+  fbx::pdl_enter();
   __shared__ float part[KN_GROUPS][KN_COLS + 1];
   long long n = blockIdx.x * (long long)KN_COLS + threadIdx.x;
   long long b = blockIdx.y;
@@ -80,14 +82,14 @@ extern "C" int fbx_cuda_launch_gemv(const float *x, const float *B, float *y, in
   if (b_nk) {
     bool vec4 = K % 4 == 0 && sx % 4 == 0 && sb % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)B & 15) == 0;
     long long blocks = (N + 7) / 8; /* 8 warps of 256 threads, one output each */
-    gemv_nk_kernel<<<dim3((unsigned)blocks, (unsigned)batch), 256, 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha, vec4);
+    fbx::launch(gemv_nk_kernel, dim3((unsigned)blocks, (unsigned)batch), 256, 0, s, x, B, y, N, K, sx, sb, sy, alpha, vec4);
   } else {
     long long blocks = (N + KN_COLS - 1) / KN_COLS;
     dim3 grid((unsigned)blocks, (unsigned)batch);
     if (blocks * batch < KN_FEW_BLOCKS && K >= 256)
-      gemv_kn_kernel<32><<<grid, dim3(KN_COLS, 32), 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha);
+      fbx::launch(gemv_kn_kernel<32>, grid, dim3(KN_COLS, 32), 0, s, x, B, y, N, K, sx, sb, sy, alpha);
     else
-      gemv_kn_kernel<8><<<grid, dim3(KN_COLS, 8), 0, s>>>(x, B, y, N, K, sx, sb, sy, alpha);
+      fbx::launch(gemv_kn_kernel<8>, grid, dim3(KN_COLS, 8), 0, s, x, B, y, N, K, sx, sb, sy, alpha);
   }
   return (int)cudaGetLastError();
 }

@@ -110,6 +110,8 @@ fbx_status *fbx_cuda_scratch(fbx_cuda_ctx *c, size_t bytes, void **dev);
 #define FBX_CUDA_COUNTERS 4096 /* ints of fbx_cuda_ctx.counters */
 /* A launch's status: NULL or "device 'cuda': <op> kernel launch failed: ...". */
 fbx_status *fbx_cuda_launched(int err, const char *op);
+/* reads FUSEBOX_CUDA_PDL into fbx_cuda_pdl once per process (cuda_kernels.h) */
+void fbx_cuda_pdl_init(void);
 
 /* ---- cuda_prepare.c: host mirrors of constant shape-data inputs ---- */
 typedef struct fbx_cuda_mirror fbx_cuda_mirror;

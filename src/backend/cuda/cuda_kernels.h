@@ -15,6 +15,13 @@
 extern "C" {
 #endif
 
+/* 1 (default): kernels of the .cu files launch with programmatic stream
+ * serialization (cuda_launch.cuh); 0: FUSEBOX_CUDA_PDL=0 at the first context
+ * (fbx_cuda_pdl_init, cuda_util.c). */
+#ifndef __CUDACC_RTC__
+extern int fbx_cuda_pdl;
+#endif
+
 #define FBX_CUDA_RANK 8        /* = FBX_MAX_RANK (checked in cuda_internal.h) */
 #define FBX_CUDA_EW_MAX_IN 16  /* fused programs with more inputs are declined */
 #define FBX_CUDA_EW_MAX_REGS 128 /* inputs + instructions of one program */

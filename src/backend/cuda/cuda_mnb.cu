@@ -11,7 +11,7 @@
 // int-to-float unit: byte_perm places the byte under the exponent of 2^23
 // (0x4B0000xx = 2^23 + q, exact) and one subtraction removes 2^23. The
 // dequantised weight w = q * s - s * z (one FMA) is shared by MT rows of A.
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
@@ -114,6 +114,26 @@ __device__ __forceinline__ void gemv_acc(const fbx_cuda_mnb_args &a, long long n
   }
 }
 
+// Before pdl_enter (cuda_launch.cuh): columns n0 .. n0 + NC - 1 of the packed
+// weights and their scales into L2, 128-byte lines t, t + nt, ... of each, so
+// that the loads after the wait find them there while the kernel before is
+// still finishing. L2 is the point of coherence: a prefetch cannot read stale
+// data even where the weights are not constants.
+template <int NC>
+__device__ __forceinline__ void prefetch_cols(const fbx_cuda_mnb_args &a, long long n0, long long t, long long nt) {
+#pragma unroll
+  for (int c = 0; c < NC; c++) {
+    if (n0 + c >= a.N) break;
+    const uint8_t *w = a.w + (n0 + c) * a.col_stride;
+    for (long long off = t * 128; off < a.col_stride; off += nt * 128) fbx::prefetch_l2(w + off);
+    const float *sc = a.scale + (n0 + c) * a.kb, *sz = a.sz + (n0 + c) * a.kb;
+    for (long long off = t * 32; off < a.kb; off += nt * 32) {
+      fbx::prefetch_l2(sc + off);
+      fbx::prefetch_l2(sz + off);
+    }
+  }
+}
+
 template <int BITS, int MT, int NC>
 __device__ void gemv_cols(const fbx_cuda_mnb_args &a, long long n0, long long m0, int lane) {
   float acc[NC][MT];
@@ -144,6 +164,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_ksplit_kernel(const fbx_cuda
   __shared__ float part[kWarps][NC];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, grp = w / WK, wk = w % WK;
   const long long n0 = ((long long)blockIdx.x * G + grp) * NC;
+  prefetch_cols<NC>(a, n0, lane + 32LL * wk, 32LL * WK);
+  fbx::pdl_enter();
   float acc[NC][1];
 #pragma unroll
   for (int c = 0; c < NC; c++) acc[c][0] = 0.f;
@@ -166,6 +188,8 @@ template <int BITS, int MT, int NC>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const fbx_cuda_mnb_args a) {
   const int lane = threadIdx.x & 31;
   const long long n0 = ((long long)blockIdx.x * kWarps + (threadIdx.x >> 5)) * NC;
+  if (blockIdx.y == 0) prefetch_cols<NC>(a, n0, lane, 32);
+  fbx::pdl_enter();
   if (n0 >= a.N) return;  // whole warps leave together (the shuffles stay full-warp)
   for (long long m0 = (long long)blockIdx.y * MT; m0 < a.M; m0 += (long long)gridDim.y * MT)
     gemv_cols<BITS, MT, NC>(a, n0, m0, lane);
@@ -174,6 +198,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const fbx_cuda_mnb_ar
 // one thread per (column, 32-bit word): VPW floats of wf (nn, K)
 template <int BITS>
 __global__ void dequant_kernel(const fbx_cuda_mnb_args a, long long n0, long long nn, float *wf) {
+  fbx::pdl_enter();
   constexpr int VPW = BITS == 4 ? 8 : 4;
   const long long wpc = (a.K + VPW - 1) / VPW;  // words per column that hold values < K
   const long long total = nn * wpc;
@@ -193,14 +218,14 @@ __global__ void dequant_kernel(const fbx_cuda_mnb_args a, long long n0, long lon
 template <int BITS, int MT, int NC>
 void launch_mt(const fbx_cuda_mnb_args &a, unsigned gy, cudaStream_t s) {
   const unsigned gx = (unsigned)((a.N + kWarps * NC - 1) / (kWarps * NC));
-  gemv_kernel<BITS, MT, NC><<<dim3(gx, gy), dim3(kWarps * 32), 0, s>>>(a);
+  fbx::launch(gemv_kernel<BITS, MT, NC>, dim3(gx, gy), dim3(kWarps * 32), 0, s, a);
 }
 
 template <int BITS, int WK>
 void launch_ksplit(const fbx_cuda_mnb_args &a, cudaStream_t s) {
   constexpr int NC = 4, G = kWarps / WK;
   const unsigned gx = (unsigned)((a.N + G * NC - 1) / (G * NC));
-  gemv_ksplit_kernel<BITS, NC, WK><<<gx, kWarps * 32, 0, s>>>(a);
+  fbx::launch(gemv_ksplit_kernel<BITS, NC, WK>, gx, kWarps * 32, 0, s, a);
 }
 
 template <int BITS>
@@ -232,7 +257,7 @@ extern "C" int fbx_cuda_launch_mnb_dequant(const fbx_cuda_mnb_args *a, int64_t n
   const long long vpw = a->bits == 4 ? 8 : 4, total = nn * ((a->K + vpw - 1) / vpw);
   long long blocks = (total + 255) / 256;
   const unsigned g = (unsigned)(blocks > 65535LL * 16 ? 65535LL * 16 : blocks);
-  if (a->bits == 4) dequant_kernel<4><<<g, 256, 0, s>>>(*a, n0, nn, wf);
-  else dequant_kernel<8><<<g, 256, 0, s>>>(*a, n0, nn, wf);
+  if (a->bits == 4) fbx::launch(dequant_kernel<4>, g, 256, 0, s, *a, n0, nn, wf);
+  else fbx::launch(dequant_kernel<8>, g, 256, 0, s, *a, n0, nn, wf);
   return (int)cudaGetLastError();
 }

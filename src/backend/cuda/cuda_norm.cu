@@ -4,17 +4,14 @@
 #include <float.h>
 #include <math.h>
 
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 #include "../../ir/ir_ops.h"
 
 namespace {
 
 constexpr int kThreads = 256;
 
-inline unsigned grid_for(long long n) {
-  long long b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b > 65535LL * 16 ? 65535LL * 16 : (b < 1 ? 1 : b));
-}
+using fbx::grid_for;
 inline unsigned rows_grid(long long rows) { return (unsigned)(rows > 2147483647LL ? 2147483647LL : rows); }
 
 // sum of v over the block (all threads get it)
@@ -44,6 +41,7 @@ __device__ float block_max(float v, float *sh) {
 
 // softmax over contiguous rows (inner == 1): one block per row
 __global__ void softmax_rows(const float *x, float *y, long long n, int mode) {
+  fbx::pdl_enter();
   __shared__ double shd[kThreads];
   __shared__ float shf[kThreads];
   const float *xr = x + blockIdx.x * n;
@@ -82,6 +80,7 @@ __global__ void softmax_rows(const float *x, float *y, long long n, int mode) {
 
 // softmax over a strided axis: one thread per (outer, inner) column
 __global__ void softmax_cols(const float *x, float *y, long long outer, long long n, long long inner, int mode) {
+  fbx::pdl_enter();
   long long cols = outer * inner;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < cols;
        t += (long long)gridDim.x * blockDim.x) {
@@ -111,6 +110,7 @@ __global__ void softmax_cols(const float *x, float *y, long long outer, long lon
 // one block per row; scale/bias indexed by column % n, or by row % C (chan > 0, InstanceNorm)
 __global__ void norm_rows(const float *x, const float *scale, long long scale_n, const float *bias, long long bias_n,
                           float *y, long long cols, float eps, long long chan) {
+  fbx::pdl_enter();
   __shared__ double sh[kThreads];
   const float *xr = x + blockIdx.x * cols;
   float *yr = y + blockIdx.x * cols;
@@ -141,6 +141,7 @@ __device__ __forceinline__ long long red_offset(const fbx_cuda_reduce_args &a, l
 
 // one block per output element
 __global__ void reduce_kernel(const fbx_cuda_reduce_args a) {
+  fbx::pdl_enter();
   __shared__ double sh[kThreads];
   __shared__ long long shi[kThreads];
   long long o = blockIdx.x, rem = o, base = 0;
@@ -240,6 +241,7 @@ __global__ void reduce_kernel(const fbx_cuda_reduce_args a) {
 // output element, summed in 64-bit two's complement, so an overflow wraps as the CPU kernel's
 // integer arithmetic does (int32: the low 32 bits of the sum)
 __global__ void reduce_sum_int_kernel(const fbx_cuda_reduce_args a) {
+  fbx::pdl_enter();
   __shared__ unsigned long long sh[kThreads];
   long long o = blockIdx.x, rem = o, base = 0;
   for (int d = a.n_out_dims - 1; d >= 0; d--) {
@@ -268,8 +270,8 @@ __global__ void reduce_sum_int_kernel(const fbx_cuda_reduce_args a) {
 extern "C" int fbx_cuda_launch_softmax(const float *x, float *y, int64_t outer, int64_t n, int64_t inner, int mode,
                                        cudaStream_t s) {
   if (outer * n * inner <= 0) return 0;
-  if (inner == 1) softmax_rows<<<rows_grid(outer), kThreads, 0, s>>>(x, y, n, mode);
-  else softmax_cols<<<grid_for(outer * inner), kThreads, 0, s>>>(x, y, outer, n, inner, mode);
+  if (inner == 1) fbx::launch(softmax_rows, rows_grid(outer), kThreads, 0, s, x, y, n, mode);
+  else fbx::launch(softmax_cols, grid_for(outer * inner), kThreads, 0, s, x, y, outer, n, inner, mode);
   return (int)cudaGetLastError();
 }
 
@@ -277,20 +279,20 @@ extern "C" int fbx_cuda_launch_layernorm(const float *x, const float *scale, int
                                          int64_t bias_n, float *y, int64_t rows, int64_t cols, float eps,
                                          cudaStream_t s) {
   if (rows <= 0) return 0;
-  norm_rows<<<rows_grid(rows), kThreads, 0, s>>>(x, scale, scale_n, bias, bias_n, y, cols, eps, 0);
+  fbx::launch(norm_rows, rows_grid(rows), kThreads, 0, s, x, scale, scale_n, bias, bias_n, y, cols, eps, 0);
   return (int)cudaGetLastError();
 }
 
 extern "C" int fbx_cuda_launch_instnorm(const float *x, const float *scale, const float *bias, float *y, int64_t N,
                                         int64_t C, int64_t S, float eps, cudaStream_t s) {
   if (N * C <= 0) return 0;
-  norm_rows<<<rows_grid(N * C), kThreads, 0, s>>>(x, scale, 1, bias, 1, y, S, eps, C);
+  fbx::launch(norm_rows, rows_grid(N * C), kThreads, 0, s, x, scale, 1, bias, 1, y, S, eps, C);
   return (int)cudaGetLastError();
 }
 
 extern "C" int fbx_cuda_launch_reduce(const fbx_cuda_reduce_args *a, cudaStream_t s) {
   if (a->n_out <= 0) return 0;
-  if (a->int_bytes) reduce_sum_int_kernel<<<rows_grid(a->n_out), kThreads, 0, s>>>(*a);
-  else reduce_kernel<<<rows_grid(a->n_out), kThreads, 0, s>>>(*a);
+  if (a->int_bytes) fbx::launch(reduce_sum_int_kernel, rows_grid(a->n_out), kThreads, 0, s, *a);
+  else fbx::launch(reduce_kernel, rows_grid(a->n_out), kThreads, 0, s, *a);
   return (int)cudaGetLastError();
 }

@@ -1,11 +1,12 @@
 // RESIZE, float32: one thread per output element reads the per-dim tap
 // tables the host built (nearest: one source index per dim; linear: two
 // indices and a weight per interpolated dim, 2^k corners).
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
 __global__ void resize_kernel(const fbx_cuda_resize_args a) {
+  fbx::pdl_enter();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < a.n;
        i += (long long)gridDim.x * blockDim.x) {
     const fbx_cuda_resize_tap *tp[FBX_CUDA_RANK];
@@ -49,6 +50,6 @@ __global__ void resize_kernel(const fbx_cuda_resize_args a) {
 extern "C" int fbx_cuda_launch_resize(const fbx_cuda_resize_args *a, cudaStream_t s) {
   if (a->n <= 0) return 0;
   long long b = (a->n + 255) / 256;
-  resize_kernel<<<(unsigned)(b > 65535LL * 16 ? 65535LL * 16 : b), 256, 0, s>>>(*a);
+  fbx::launch(resize_kernel, (unsigned)(b > 65535LL * 16 ? 65535LL * 16 : b), 256, 0, s, *a);
   return (int)cudaGetLastError();
 }

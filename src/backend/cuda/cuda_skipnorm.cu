@@ -4,7 +4,7 @@
 // shuffles) each thread rescales the elements it wrote itself, so the second
 // pass needs no barrier. ORT's formulas: var = mean(s^2) - mean^2 for
 // LayerNorm, mean(s^2) for RMSNorm.
-#include "cuda_kernels.h"
+#include "cuda_launch.cuh"
 
 namespace {
 
@@ -31,6 +31,7 @@ __device__ void block_sum2(float &a, float &b) {
 }
 
 __global__ void __launch_bounds__(kThreads) skipnorm_kernel(const fbx_cuda_skipnorm_args a) {
+  fbx::pdl_enter();
   for (long long r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const long long h = a.h;
     const float *x = a.x + r * h;
@@ -67,6 +68,6 @@ extern "C" int fbx_cuda_launch_skipnorm(const fbx_cuda_skipnorm_args *a, cudaStr
   if (a->rows <= 0 || a->h <= 0) return 0;
   const int threads = a->h >= kThreads ? kThreads : (int)((a->h + 31) / 32) * 32;
   const long long g = a->rows > 65535LL * 16 ? 65535LL * 16 : a->rows;
-  skipnorm_kernel<<<(unsigned)g, threads, 0, s>>>(*a);
+  fbx::launch(skipnorm_kernel, (unsigned)g, threads, 0, s, *a);
   return (int)cudaGetLastError();
 }

@@ -1,8 +1,22 @@
 /* Helpers shared by the CUDA backend's op-family files (cuda_internal.h). */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../base/alloc.h"
 #include "cuda_internal.h"
+
+int fbx_cuda_pdl = 1;
+
+static void fbx__pdl_read_env(void) {
+  const char *e = getenv("FUSEBOX_CUDA_PDL");
+  fbx_cuda_pdl = !(e && e[0] == '0');
+}
+
+void fbx_cuda_pdl_init(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fbx__pdl_read_env);
+}
 
 fbx_status *fbx_cuda_check(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return NULL;
