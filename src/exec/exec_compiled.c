@@ -188,6 +188,7 @@ static fbx_status *fbx__ir_compiled_new(fbx_ir_graph *g, bool owns, fbx_backend 
   if (owns) { /* graph rewrites that change node ids: before anything is keyed by them */
     int packed = 0;
     fbx_status *pst = fbx_ir_pack_qkv(g, &packed);
+    if (!pst) pst = fbx_ir_pack_glu(g, &packed);
     if (pst) {
       fbx_ir_graph_destroy(g);
       return pst;

@@ -131,8 +131,12 @@ typedef union fbx_ir_params {
   struct { float epsilon; int simplified, has_sum, has_inv; } skipnorm;
   /* MATMUL_NBITS: Y(..., N) = A(..., K) @ dequant(B)^T (+ bias), B's column n
    * block b dequantised as (q - zp) * scale; zp_u8: zero points packed like B
-   * (else float, one per block); accuracy_level 4: A quantised to int8 per block. */
-  struct { int64_t K, N; int bits, block_size, accuracy_level, zp_u8; } nbits;
+   * (else float, one per block); accuracy_level 4: A quantised to int8 per block.
+   * glu (never set by translation: the gate/up packing pass, ir_pack_nbits.c):
+   * B holds N columns, gate columns [0, N/2) then up columns [N/2, N), and Y
+   * (..., N/2) = silu(gate) * up, silu(g) = g * sigmoid(g) (bias, if any, of N,
+   * added before). */
+  struct { int64_t K, N; int bits, block_size, accuracy_level, zp_u8, glu; } nbits;
   /* GQA (GroupQueryAttention): q (B, S, nh*H) or packed qkv (B, S, (nh+2kvh)*H)
    * with k = v = NONE; past/present (B, kvh, len, H); rotary on q and new k
    * when do_rotary (cos/sin (max_pos, rot/2)); scale 0 = 1/sqrt(H); softcap

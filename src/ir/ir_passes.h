@@ -19,8 +19,13 @@ fbx_status *fbx__ir_fold_transpose_matmul(fbx_ir_graph *g, bool *dead);
 
 /* GroupQueryAttention fed by three MatMulNBits of one activation (q, k, v
  * projections) -> one MatMulNBits over the stacked weights feeding the
- * attention's packed-QKV form (ir_pack_qkv.c). On a whole graph before any
+ * attention's packed-QKV form (ir_pack_nbits.c). On a whole graph before any
  * plan exists: node ids change. *packed: attentions rewritten. */
 fbx_status *fbx_ir_pack_qkv(fbx_ir_graph *g, int *packed);
+
+/* Mul(Mul(g, Sigmoid(g)), u) of two MatMulNBits projections g, u of one activation
+ * -> one MatMulNBits over [gate; up] with params.nbits.glu (ir_pack_nbits.c). Same
+ * conditions of use; *packed: MLPs rewritten. */
+fbx_status *fbx_ir_pack_glu(fbx_ir_graph *g, int *packed);
 
 #endif

@@ -29,7 +29,7 @@ static fbx_status *fbx__ir_infer_skip_norm(const fbx_ir_node *node, const fbx_te
   return NULL;
 }
 
-/* Y = A's shape with the last dim K replaced by N. */
+/* Y = A's shape with the last dim K replaced by N (glu: N / 2). */
 static fbx_status *fbx__ir_infer_nbits(const fbx_ir_node *node, const fbx_tensor *in, int n_in, fbx_tensor *out) {
   FBX__IR_NEED_IN(node, n_in, 3);
   const fbx_tensor *a = &in[0];
@@ -37,7 +37,9 @@ static fbx_status *fbx__ir_infer_nbits(const fbx_ir_node *node, const fbx_tensor
     return FBX__IR_FAIL(node, "A's last dim must be K=%lld", (long long)node->params.nbits.K);
   out->rank = a->rank;
   memcpy(out->dims, a->dims, sizeof(int64_t) * (size_t)a->rank);
-  out->dims[a->rank - 1] = node->params.nbits.N;
+  if (node->params.nbits.glu && node->params.nbits.N % 2)
+    return FBX__IR_FAIL(node, "glu with an odd N=%lld", (long long)node->params.nbits.N);
+  out->dims[a->rank - 1] = node->params.nbits.glu ? node->params.nbits.N / 2 : node->params.nbits.N;
   out->dtype = a->dtype;
   return NULL;
 }

@@ -4,7 +4,8 @@
  * block sizes 16..128, zero points absent / packed uint8 / float, K a multiple of the
  * block or not, odd N, M 1..64 (decode GEMV, the 4-row kernels, the prefill paths),
  * bias or not, prefill sizes that cross the GEMMs' blocks (M 45 / 300, K 900 / 1000, N 97 / 301),
- * accuracy_level 0 and 4, and every instruction-set path the CPU has,
+ * accuracy_level 0 and 4, glu (the packed gate/up form: output silu(gate) * up of the
+ * two halves of N, ir_pack_nbits.c), and every instruction-set path the CPU has,
  * forced one by one with fbx_cpu_mnb_isa_cap (portable C, AVX2, AVX-512, AVX-512 VNNI).
  *
  * References and tolerances, per output element:
@@ -22,7 +23,10 @@
  *     then y = sum_b s_b scale_a,b sum_k (q_k - z_b) qa_k + bias in double: the integer
  *     block sums are exact, only the float scaling rounds: the same bound with |a_k|
  *     replaced by scale_a,b |qa_k|. A wrong rounding of one code moves y by about
- *     scale_a s_b (q - z), far above that bound for these magnitudes. */
+ *     scale_a s_b (q - z), far above that bound for these magnitudes.
+ *   glu: out = silu(g) * u from the references g, u of the two halves, bounded by the
+ *     propagated column bounds (|silu'| <= 1.1) plus 8 ulp of the product (the sigmoid's
+ *     2.35 ulp and three roundings). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,7 @@
 typedef struct mnb_case {
   int64_t M, K, N;
   int bits, bs, zp, bias, level; /* zp: 0 none, 1 packed u8, 2 float */
+  int glu;                       /* 1: N weight columns give N / 2 outputs silu(gate) * up */
 } mnb_case;
 
 static uint64_t g_q = 0x2545F4914F6CDD1Dull;
@@ -46,8 +51,8 @@ static uint32_t qrand(void) {
 /* Runs one case on the current ISA cap; want: a substring the kernel variant must hold. */
 static void run_case(const mnb_case *c, const char *want, const char *isa_name) {
   char what[200];
-  snprintf(what, sizeof what, "%s M=%lld K=%lld N=%lld bits=%d bs=%d zp=%d bias=%d level=%d", isa_name,
-           (long long)c->M, (long long)c->K, (long long)c->N, c->bits, c->bs, c->zp, c->bias, c->level);
+  snprintf(what, sizeof what, "%s M=%lld K=%lld N=%lld bits=%d bs=%d zp=%d bias=%d level=%d glu=%d", isa_name,
+           (long long)c->M, (long long)c->K, (long long)c->N, c->bits, c->bs, c->zp, c->bias, c->level, c->glu);
   const int64_t M = c->M, K = c->K, N = c->N, bs = c->bs, kb = (K + bs - 1) / bs, blob = bs * c->bits / 8;
   const int qmax = (1 << c->bits) - 1;
   const int64_t zrow = (kb * c->bits + 7) / 8;
@@ -55,7 +60,8 @@ static void run_case(const mnb_case *c, const char *want, const char *isa_name) 
   double *zv = calloc((size_t)(N * kb), sizeof(double));
   fbx_tensor A = T(FBX_DTYPE_F32, M, K), B = T(FBX_DTYPE_U8, N, kb, blob), S = T(FBX_DTYPE_F32, N, kb);
   fbx_tensor Z = c->zp == 1 ? T(FBX_DTYPE_U8, N, zrow) : c->zp == 2 ? T(FBX_DTYPE_F32, N, kb) : tabsent();
-  fbx_tensor bias = c->bias ? T(FBX_DTYPE_F32, N) : tabsent(), Y = T(FBX_DTYPE_F32, M, N);
+  const int64_t NO = c->glu ? N / 2 : N; /* output columns */
+  fbx_tensor bias = c->bias ? T(FBX_DTYPE_F32, N) : tabsent(), Y = T(FBX_DTYPE_F32, M, NO);
   for (int64_t i = 0; i < M * K; i++) F(&A)[i] = (float)(rnd() * (1.0 + (i % 5)));
   for (int64_t i = 0; i < N * kb; i++) F(&S)[i] = (float)(0.002 + 0.05 * fabs(rnd()));
   if (c->bias) frand(&bias);
@@ -101,7 +107,7 @@ static void run_case(const mnb_case *c, const char *want, const char *isa_name) 
       }
     }
   fbx_ir_params p = {.nbits = {.K = K, .N = N, .bits = c->bits, .block_size = c->bs, .accuracy_level = c->level,
-                               .zp_u8 = c->zp == 1}};
+                               .zp_u8 = c->zp == 1, .glu = c->glu}};
   int ids[5] = {0, 1, 2, c->zp ? 3 : FBX_IR_NONE, c->bias ? 4 : FBX_IR_NONE}, oid[1] = {5};
   fbx_ir_node nd = {.op = FBX_IR_OP_MATMUL_NBITS, .n_inputs = 5, .n_outputs = 1, .inputs = ids, .outputs = oid,
                     .params = p};
@@ -119,21 +125,33 @@ static void run_case(const mnb_case *c, const char *want, const char *isa_name) 
         info.variant ? info.variant : "(none)", want);
   double worst = 0;
   int64_t bad = 0;
+  double *ref = malloc(sizeof(double) * (size_t)(M * N)), *tol = malloc(sizeof(double) * (size_t)(M * N));
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
-      double ref = c->bias ? F(&bias)[n] : 0.0, mag = 0;
+      double r = c->bias ? F(&bias)[n] : 0.0, mag = 0;
       for (int64_t k = 0; k < K; k++) {
         int64_t b = k / bs;
         double s = F(&S)[n * kb + b], qk = q[n * kb * bs + k], z = zv[n * kb + b];
-        ref += x[m * K + k] * (qk - z) * s;
+        r += x[m * K + k] * (qk - z) * s;
         mag += fabs(x[m * K + k]) * s * (qk + fabs(z));
       }
-      double err = fabs((double)F(&Y)[m * N + n] - ref), tol = 4e-6 * mag + 1e-5;
-      if (!(err <= tol)) bad++;
-      if (err / tol > worst) worst = err / tol;
+      ref[m * N + n] = r, tol[m * N + n] = 4e-6 * mag + 1e-5;
     }
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < NO; n++) {
+      double want = ref[m * N + n], bound = tol[m * N + n];
+      if (c->glu) {
+        const double gg = ref[m * N + n], uu = ref[m * N + NO + n], sg = gg / (1.0 + exp(-gg));
+        want = sg * uu;
+        bound = 1.1 * fabs(uu) * tol[m * N + n] + fabs(sg) * tol[m * N + NO + n] + 8 * 6e-8 * fabs(want) + 1e-6;
+      }
+      double err = fabs((double)F(&Y)[m * NO + n] - want);
+      if (!(err <= bound)) bad++;
+      if (err / bound > worst) worst = err / bound;
+    }
+  free(ref), free(tol);
   check(bad == 0, "%s: %lld of %lld outside the bound (worst err/bound %.3g)", what, (long long)bad,
-        (long long)(M * N), worst);
+        (long long)(M * NO), worst);
   g_be->vt->node_release(g_be, &nd, state);
   tfree(&A), tfree(&B), tfree(&S), tfree(&Y);
   if (c->zp) tfree(&Z);
@@ -184,6 +202,16 @@ int main(void) {
                       .level = level};
         run_case(&c, want_variant(&c, isa), names[isa]);
         c.bits = 8, c.bs = 64, c.K = 1000;
+        run_case(&c, want_variant(&c, isa), names[isa]);
+        cases += 2;
+      }
+    /* glu: decode, small M and prefill through every path, with and without bias */
+    for (int level = 0; level <= 4; level += 4)
+      for (int mi = 0; mi < 8; mi += 3) {
+        mnb_case c = {.M = Ms[mi], .K = 900, .N = 2 * 151, .bits = 4, .bs = 32, .zp = mi % 2, .bias = mi == 3,
+                      .level = level, .glu = 1};
+        run_case(&c, want_variant(&c, isa), names[isa]);
+        c.bits = 8, c.bs = 16, c.K = 200, c.N = 2 * 9;
         run_case(&c, want_variant(&c, isa), names[isa]);
         cases += 2;
       }

@@ -176,14 +176,17 @@ static void free_in(fbx_tensor *in, int n) {
 
 /* ============================== MATMUL_NBITS ============================== */
 
-/* zp: 0 none, 1 packed uint8, 2 float */
-static void mnb_case(int64_t M, int64_t K, int64_t N, int bits, int bs, int zp, int level, bool bias) {
+/* zp: 0 none, 1 packed uint8, 2 float; glu: the N weight columns are gate then up, the output
+ * (M, N/2) silu(gate) * up (ir_pack_nbits.c), its reference silu(g) * u of the float64 column
+ * references with their error scales propagated (|silu'| <= 1.1). */
+static void mnb_case_glu(int64_t M, int64_t K, int64_t N, int bits, int bs, int zp, int level, bool bias, bool glu) {
   char what[160];
-  snprintf(what, sizeof what, "MATMUL_NBITS M%lld K%lld N%lld bits %d bs %d zp %s level %d%s", (long long)M,
-           (long long)K, (long long)N, bits, bs, zp == 0 ? "none" : zp == 1 ? "u8" : "f32", level, bias ? " bias" : "");
+  snprintf(what, sizeof what, "MATMUL_NBITS M%lld K%lld N%lld bits %d bs %d zp %s level %d%s%s", (long long)M,
+           (long long)K, (long long)N, bits, bs, zp == 0 ? "none" : zp == 1 ? "u8" : "f32", level, bias ? " bias" : "",
+           glu ? " glu" : "");
   const int64_t kb = (K + bs - 1) / bs, blob = bs * bits / 8, zrow = zp == 1 ? (kb * bits + 7) / 8 : kb;
   fbx_ir_params p = {.nbits = {.K = K, .N = N, .bits = bits, .block_size = bs, .accuracy_level = level,
-                               .zp_u8 = zp != 2}};
+                               .zp_u8 = zp != 2, .glu = glu}};
   fbx_tensor in[5];
   in[0] = frnd(T(FBX_DTYPE_F32, M, K), -1, 1);
   in[1] = T(FBX_DTYPE_U8, N, kb, blob);
@@ -229,24 +232,40 @@ static void mnb_case(int64_t M, int64_t K, int64_t N, int bits, int bs, int zp, 
       qerr[m * N + n] = qe;
     }
   }
+  int64_t NO = N;
+  if (glu) { /* in place: output column n of row m from columns n and N/2 + n */
+    NO = N / 2;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < NO; n++) {
+        const int64_t gi = m * N + n, ui = gi + NO, o = m * NO + n;
+        const double g = ref[gi], u = ref[ui], sg = g / (1.0 + exp(-g));
+        const double mg = mag[gi], mu = mag[ui], qg = qerr[gi], qu = qerr[ui];
+        ref[o] = sg * u;
+        mag[o] = 1.1 * fabs(u) * (1 + mg) + fabs(sg) * (1 + mu) + fabs(sg * u);
+        qerr[o] = 1.1 * fabs(u) * qg + fabs(sg) * qu;
+      }
+  }
   fbx_ir_node nd = mknode(FBX_IR_OP_MATMUL_NBITS, &p, 5, 1, what);
   fbx_tensor cu, cp;
   fbx_kernel_info info;
   if (run_both(what, &nd, in, 5, 0xe, NULL, &cu, &cp, 1, &info)) {
     /* float accumulation of K products: error <= ~(K/32 + log2 K) ulps of sum |a w| on the
      * warp-tree GEMV and the tiled GEMMs; 1e-5 of it (~170 ulps) leaves room for both */
-    expect_close(what, "float64 reference", F(&cu), ref, mag, M * N, 1e-5);
+    CHECK(fbx_tensor_numel(&cu) == M * NO, "%s: %lld outputs, want %lld", what, (long long)fbx_tensor_numel(&cu),
+          (long long)(M * NO));
+    expect_close(what, "float64 reference", F(&cu), ref, mag, M * NO, 1e-5);
     double *cpu = f2d(&cp);
     if (level == 4) { /* the CPU quantises A: allow its quantisation error on top */
       double worst = 0;
-      for (int64_t i = 0; i < M * N; i++)
+      for (int64_t i = 0; i < M * NO; i++)
         worst = fmax(worst, fabs(F(&cu)[i] - cpu[i]) - qerr[i] - 2e-5 * (1 + mag[i]));
       CHECK(worst <= 0, "%s: cuda vs cpu (int8 A): exceeds the quantisation bound by %g", what, worst);
     } else {
-      expect_close(what, "cpu", F(&cu), cpu, mag, M * N, 2e-5);
+      expect_close(what, "cpu", F(&cu), cpu, mag, M * NO, 2e-5);
     }
     CHECK(info.variant && strstr(info.variant, "mnb_") && info.reason &&
-              (level != 4 || strstr(info.reason, "accuracy_level 4")),
+              (level != 4 || (M == 1 && glu) || strstr(info.reason, "accuracy_level 4")) &&
+              (!glu || M > 1 || strstr(info.variant, "glu")),
           "%s: variant '%s' reason '%s'", what, info.variant ? info.variant : "", info.reason ? info.reason : "");
     free(cpu);
     free(cu.data);
@@ -254,6 +273,10 @@ static void mnb_case(int64_t M, int64_t K, int64_t N, int bits, int bs, int zp, 
   }
   free(ref), free(mag), free(qerr), free(w);
   free_in(in, 5);
+}
+
+static void mnb_case(int64_t M, int64_t K, int64_t N, int bits, int bs, int zp, int level, bool bias) {
+  mnb_case_glu(M, K, N, bits, bs, zp, level, bias, false);
 }
 
 static void test_mnb(void) {
@@ -275,6 +298,15 @@ static void test_mnb(void) {
   mnb_case(17, 4096, 4200, 4, 128, 0, 0, true); /* two 4096-column chunks of 64 MiB scratch (the last partial) */
   mnb_case(16, 256, 300, 8, 32, 1, 4, false);   /* the largest M of the GEMV (two tiles of 8 rows) */
   mnb_case(1, 20, 7, 4, 16, 1, 0, false);      /* K below one 16-byte chunk, odd column bytes */
+  /* glu (packed gate/up): the one-launch GEMV (a partial last warp: N/2 % 4 != 0), the split-K
+   * forms (2 and 4 warps), 8 bits, bias; M > 1 through the GEMV and the prefill GEMM + combine */
+  mnb_case_glu(1, 896, 2 * 4864, 4, 32, 1, 4, false, true); /* Qwen2.5-0.5B's gate/up at decode */
+  mnb_case_glu(1, 300, 2 * 45, 4, 32, 1, 0, true, true);
+  mnb_case_glu(1, 100, 2 * 7, 8, 16, 2, 0, false, true);
+  mnb_case_glu(1, 1700, 2 * 45, 4, 32, 0, 0, true, true);    /* split K over 2 warps */
+  mnb_case_glu(1, 4096, 2 * 130, 4, 128, 1, 0, false, true); /* split K over 4 warps */
+  mnb_case_glu(3, 256, 2 * 33, 4, 32, 1, 4, true, true);
+  mnb_case_glu(40, 896, 2 * 300, 4, 64, 2, 0, true, true);
 }
 
 /* ============================== GQA ============================== */

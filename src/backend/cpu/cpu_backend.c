@@ -55,6 +55,8 @@ void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes) { return fbx__cpu_grow(&c->s
 
 void *fbx_cpu_gemm_ws(fbx_cpu_ctx *c, size_t bytes) { return fbx__cpu_grow(&c->gemm_ws, &c->gemm_ws_size, bytes); }
 
+void *fbx_cpu_stage(fbx_cpu_ctx *c, size_t bytes) { return fbx__cpu_grow(&c->stage, &c->stage_size, bytes); }
+
 static fbx_cpu_ctx *fbx__cpu(fbx_backend *be) { return be->ctx; }
 
 /* Buffers carry a 64-byte header holding their size (memory_in_use). */
@@ -164,6 +166,7 @@ static void fbx__cpu_destroy(fbx_backend *be) {
     pthread_mutex_destroy(&c->run_lock);
     fbx_free_aligned(c->scratch);
     fbx_free_aligned(c->gemm_ws);
+    fbx_free_aligned(c->stage);
     fbx_free(c);
   }
   fbx_free(be);

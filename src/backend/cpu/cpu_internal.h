@@ -37,6 +37,8 @@ typedef struct fbx_cpu_ctx {
   size_t scratch_size;
   void *gemm_ws;                /* blocked GEMM packing workspace (cpu_gemm.c), grows geometrically */
   size_t gemm_ws_size;
+  void *stage;                  /* a kernel's staged output (fbx_cpu_stage), grows geometrically */
+  size_t stage_size;
   _Atomic size_t mem_in_use;    /* bytes held by buffer_alloc */
   const char *op_name;          /* name of the op being run (trace spans) */
 } fbx_cpu_ctx;
@@ -48,6 +50,11 @@ void *fbx_cpu_scratch(fbx_cpu_ctx *c, size_t bytes);
 /* The blocked GEMM's own workspace (separate from scratch, which a caller
  * such as ConvTranspose may hold across its GEMM call); same contract. */
 void *fbx_cpu_gemm_ws(fbx_cpu_ctx *c, size_t bytes);
+
+/* A third workspace, for a kernel that computes into a staging buffer while
+ * its inner paths use scratch and the GEMM workspace (MATMUL_NBITS with glu:
+ * gate and up columns, then silu(gate) * up into the output); same contract. */
+void *fbx_cpu_stage(fbx_cpu_ctx *c, size_t bytes);
 
 /* Parallel-for with the op name as trace label. */
 static inline void fbx_cpu_par(fbx_cpu_ctx *c, int64_t n, int64_t grain, fbx_cpu_task_fn fn,

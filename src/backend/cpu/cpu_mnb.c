@@ -28,6 +28,7 @@
 #include "cpu_gemm_avx512.h"
 #include "cpu_internal.h"
 #include "cpu_mnb.h"
+#include "cpu_simd.h"
 
 /* ------------------------------------------------------------------ ISA -- */
 
@@ -363,26 +364,15 @@ static fbx_status *fbx__mnb_prefill_i8(fbx_cpu_ctx *c, const fbx__mnb_state *s, 
 
 /* ------------------------------------------------------------ the kernel -- */
 
-fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
-  const fbx__mnb_state *s = state;
-  if (!s) return FBX_ERR_NOTIMPL("MATMUL_NBITS: B, scales and zero_points must be constants (packed at compile)");
-  const fbx_tensor *A = &in[0];
-  if (A->dtype != FBX_DTYPE_F32 || out[0].dtype != FBX_DTYPE_F32)
-    return FBX_ERR_NOTIMPL("MATMUL_NBITS: A dtype %s (float32 only)", fbx_dtype_name(A->dtype));
-  if (A->rank < 1 || A->dims[A->rank - 1] != s->K)
-    return FBX_ERR_ARG("MATMUL_NBITS: A's last dim is not K=%lld", (long long)s->K);
-  const float *bias = NULL;
-  if (fbx_cpu_present(in, n_in, 4)) {
-    if (in[4].dtype != FBX_DTYPE_F32 || fbx_cpu_numel(&in[4]) != s->N) return FBX_ERR_ARG("MATMUL_NBITS: bias shape");
-    bias = in[4].data;
-  }
+/* Y (M, s->N) = A @ W^T (+ bias): every path of the kernel. */
+static fbx_status *fbx__mnb_run(fbx_cpu_ctx *c, const fbx__mnb_state *s, const fbx_ir_node *node, const float *Adata,
+                                int64_t M, const float *bias, float *Y, fbx_kernel_info *info) {
   const int int8 = node->params.nbits.accuracy_level == 4;
-  const int64_t M = s->K ? fbx_cpu_numel(A) / s->K : 0, kpad = s->kpad, kb = s->kb;
+  const int64_t kpad = s->kpad, kb = s->kb;
   const fbx__mnb_isa isa = fbx__mnb_isa_now();
-  info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
-  if (!int8 && M >= FBX__MNB_GEMM_M) return fbx__mnb_prefill_f32(c, s, A->data, M, bias, out[0].data, isa, info);
+  if (!int8 && M >= FBX__MNB_GEMM_M) return fbx__mnb_prefill_f32(c, s, Adata, M, bias, Y, isa, info);
   if (int8 && M >= FBX__MNB_GEMM_M && isa >= FBX__MNB_AVX2 && s->bits == 4 && s->z8)
-    return fbx__mnb_prefill_i8(c, s, A->data, M, bias, out[0].data, isa, info);
+    return fbx__mnb_prefill_i8(c, s, Adata, M, bias, Y, isa, info);
 
   /* the column kernel and the row layout it reads (J: chunks per group, 0 = k order) */
   const int c32 = s->bits == 4 && s->ch == 32;
@@ -421,7 +411,7 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
   for (int64_t m = 0; m < M; m++, p += per_row) {
     fbx__mnb_row *r = &rows[m];
     memset(r, 0, sizeof *r);
-    const float *a = (const float *)A->data + m * s->K;
+    const float *a = Adata + m * s->K;
     if (int8) {
       float *f1 = (float *)(p + ((groups * V + 63) & ~(int64_t)63));
       fbx__mnb_row_prep(s, a, 1, J, r, NULL, f1, (int8_t *)p, f1 + kb16, f1 + 2 * kb16);
@@ -429,9 +419,52 @@ fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
       fbx__mnb_row_prep(s, a, 0, 0, r, (float *)p, (float *)p + kpad, NULL, NULL, NULL);
     }
   }
-  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = out[0].data, .col = col};
+  fbx__mnb_job j = {.s = s, .rows = rows, .M = M, .bias = bias, .y = Y, .col = col};
   int64_t grain = 16 + 65536 / (s->K * (M ? M : 1) + 1);
   if (s->N * s->K * M >= 1 << 16) fbx_cpu_par(c, s->N, grain, fbx__mnb_cols, &j);
   else fbx__mnb_cols(&j, 0, s->N, 0);
+  return NULL;
+}
+
+/* glu: y (M, F) = silu(g) * u of the staged rows gu (M, 2F) = [g | u] per row, silu(g) = g *
+ * sigmoid(g) in the order the unfused Sigmoid, Mul, Mul run in (the same sigmoid: cpu_simd.h). */
+static void fbx__mnb_glu(const float *gu, int64_t M, int64_t F, float *y) {
+  for (int64_t m = 0; m < M; m++) {
+    const float *g = gu + m * 2 * F, *u = g + F;
+    float *o = y + m * F;
+    int64_t n = 0;
+    for (; n + 8 <= F; n += 8) {
+      __m256 gv = _mm256_loadu_ps(g + n);
+      __m256 t = _mm256_mul_ps(gv, fbx__sigmoid256(gv));
+      _mm256_storeu_ps(o + n, _mm256_mul_ps(t, _mm256_loadu_ps(u + n)));
+    }
+    for (; n < F; n++) o[n] = (g[n] * fbx__sigmoid1(g[n])) * u[n];
+  }
+}
+
+fbx_status *fbx_cpu_k_MATMUL_NBITS(FBX_CPU_KERNEL_ARGS) {
+  const fbx__mnb_state *s = state;
+  if (!s) return FBX_ERR_NOTIMPL("MATMUL_NBITS: B, scales and zero_points must be constants (packed at compile)");
+  const fbx_tensor *A = &in[0];
+  if (A->dtype != FBX_DTYPE_F32 || out[0].dtype != FBX_DTYPE_F32)
+    return FBX_ERR_NOTIMPL("MATMUL_NBITS: A dtype %s (float32 only)", fbx_dtype_name(A->dtype));
+  if (A->rank < 1 || A->dims[A->rank - 1] != s->K)
+    return FBX_ERR_ARG("MATMUL_NBITS: A's last dim is not K=%lld", (long long)s->K);
+  const float *bias = NULL;
+  if (fbx_cpu_present(in, n_in, 4)) {
+    if (in[4].dtype != FBX_DTYPE_F32 || fbx_cpu_numel(&in[4]) != s->N) return FBX_ERR_ARG("MATMUL_NBITS: bias shape");
+    bias = in[4].data;
+  }
+  const int64_t M = s->K ? fbx_cpu_numel(A) / s->K : 0;
+  info->flops = 2.0 * (double)M * (double)s->N * (double)s->K;
+  if (!node->params.nbits.glu) return fbx__mnb_run(c, s, node, A->data, M, bias, out[0].data, info);
+  if (s->N % 2) return FBX_ERR_ARG("MATMUL_NBITS: glu with an odd N=%lld", (long long)s->N);
+  float *gu = fbx_cpu_stage(c, sizeof(float) * (size_t)(M * s->N) + 64);
+  if (!gu) return FBX_ERR_OOM();
+  FBX_TRY(fbx__mnb_run(c, s, node, A->data, M, bias, gu, info));
+  fbx__mnb_glu(gu, M, s->N / 2, out[0].data);
+  info->reason = node->params.nbits.accuracy_level == 4
+                     ? "glu: gate and up columns in one pass (accuracy_level 4: A as int8 per block), then silu(gate) * up"
+                     : "glu: gate and up columns in one pass (float, dequantised in registers), then silu(gate) * up";
   return NULL;
 }

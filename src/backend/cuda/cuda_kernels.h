@@ -213,11 +213,14 @@ typedef struct fbx_cuda_mnb_args {
   int bits, block_size;
   int a_vec;                   /* 1: A rows are 16-byte aligned (float4 loads) */
   int ksplit;                  /* 1: M == 1 with a long K splits K over a block's warps */
+  int glu;                     /* 1 (M == 1 only): N weight columns, gate then up; y (1, N/2) = silu(gate) * up */
 } fbx_cuda_mnb_args;
 
 /* Small M: one warp per 4 columns (2 for M > 4), the weights dequantised in registers and
  * shared by up to 8 rows of A per pass. */
 int fbx_cuda_launch_mnb_gemv(const fbx_cuda_mnb_args *a, cudaStream_t s);
+/* y (M, F) = silu(gu[:, :F]) * gu[:, F:] of gu (M, 2F) (MATMUL_NBITS glu with M > 1). */
+int fbx_cuda_launch_mnb_glu_rows(const float *gu, int64_t M, int64_t F, float *y, cudaStream_t s);
 /* wf (nn, K) row-major = dequantised columns [n0, n0 + nn) (for a GEMM). */
 int fbx_cuda_launch_mnb_dequant(const fbx_cuda_mnb_args *a, int64_t n0, int64_t nn, float *wf, cudaStream_t s);
 

@@ -11,7 +11,11 @@
  * are dequantised to float scratch and multiplied with cuBLASLt.
  * accuracy_level 4 uses the same float arithmetic: ORT's CUDA EP does too
  * (only its CPU EP quantises A to int8), so level 4 on this device matches
- * the float64 reference within the level-0 tolerance. */
+ * the float64 reference within the level-0 tolerance.
+ * glu (params.nbits.glu, ir_pack_nbits.c: N weight columns, gate then up, Y
+ * (M, N/2) = silu(gate) * up): M == 1 in one GEMV launch that takes each
+ * output's gate and up column together; other M compute the N columns into
+ * scratch as above and a second launch combines them. */
 #include <string.h>
 
 #include "../../base/alloc.h"
@@ -144,32 +148,49 @@ fbx_status *fbx_cuda_k_mnb(FBX_CUDA_KERNEL_ARGS) {
     bias = in[4].data;
   }
   const int64_t M = fbx_tensor_numel(A) / s->K, N = s->N, K = s->K;
+  const bool glu = node->params.nbits.glu;
+  if (glu && N % 2) return FBX_ERR_ARG("device 'cuda': MATMUL_NBITS: glu with an odd N=%lld", (long long)N);
   info->flops = 2.0 * (double)M * (double)N * (double)K;
-  fbx_cuda_mnb_args a = {.a = A->data, .w = s->w, .scale = s->scale, .sz = s->sz, .bias = bias, .y = out[0].data,
+  if (M == 0) return NULL;
+  /* scratch, one piece per node: M > FBX__MNB_GEMV_M: a chunk of columns dequantised to float (chunk,
+   * K); glu with M > 1: the N columns (M, N) after it, combined into Y at the end */
+  int64_t chunk = (int64_t)(FBX__MNB_CHUNK_BYTES / (sizeof(float) * (size_t)K));
+  chunk = chunk < 64 ? 64 : chunk & ~(int64_t)63;
+  if (chunk > N) chunk = N;
+  const size_t wf_bytes = M > FBX__MNB_GEMV_M ? ((sizeof(float) * (size_t)(chunk * K) + 255) & ~(size_t)255) : 0;
+  const size_t gu_bytes = glu && M > 1 ? sizeof(float) * (size_t)(M * N) : 0;
+  char *scratch = NULL;
+  if (wf_bytes + gu_bytes) FBX_TRY(fbx_cuda_scratch(c, wf_bytes + gu_bytes, (void **)&scratch));
+  float *wf = (float *)scratch, *gu = gu_bytes ? (float *)(scratch + wf_bytes) : NULL;
+  fbx_cuda_mnb_args a = {.a = A->data, .w = s->w, .scale = s->scale, .sz = s->sz, .bias = bias,
+                         .y = gu ? gu : out[0].data,
                          .M = M, .N = N, .K = K, .kb = s->kb, .col_stride = s->col_stride, .bits = s->bits,
                          .block_size = s->block_size,
-                         .a_vec = (K % 4 == 0) && ((uintptr_t)A->data % 16 == 0), .ksplit = c->mnb_ksplit};
+                         .a_vec = (K % 4 == 0) && ((uintptr_t)A->data % 16 == 0), .ksplit = c->mnb_ksplit,
+                         .glu = glu && M == 1};
   const bool lvl4 = node->params.nbits.accuracy_level == 4;
-  if (M == 0) return NULL;
+  if (glu && M == 1) {
+    info->variant = s->bits == 4 ? "mnb_int4_gemv_glu" : "mnb_int8_gemv_glu";
+    info->reason = "glu, M = 1: each output's gate and up columns dequantised in registers by one warp, silu(gate) * "
+                   "up written by it (one launch)";
+    return fbx_cuda_launched(fbx_cuda_launch_mnb_gemv(&a, c->stream), "MATMUL_NBITS");
+  }
   if (M <= FBX__MNB_GEMV_M) {
     info->variant = s->bits == 4 ? "mnb_int4_gemv_reg" : "mnb_int8_gemv_reg";
     info->reason = lvl4 ? "M <= 16: dequantised in registers, one warp per 2-4 columns; accuracy_level 4 in float "
                           "(as ORT's CUDA EP)"
                         : "M <= 16: dequantised in registers, one warp per 2-4 columns";
-    return fbx_cuda_launched(fbx_cuda_launch_mnb_gemv(&a, c->stream), "MATMUL_NBITS");
+    FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_mnb_gemv(&a, c->stream), "MATMUL_NBITS"));
+    return gu ? fbx_cuda_launched(fbx_cuda_launch_mnb_glu_rows(gu, M, N / 2, out[0].data, c->stream), "MATMUL_NBITS glu")
+              : NULL;
   }
   /* prefill: chunks of columns dequantised to float, one cuBLASLt GEMM per chunk
    * (y[:, n0:n0+nn] = A @ chunk^T; rows of y are N apart) */
-  int64_t chunk = (int64_t)(FBX__MNB_CHUNK_BYTES / (sizeof(float) * (size_t)K));
-  chunk = chunk < 64 ? 64 : chunk & ~(int64_t)63;
-  if (chunk > N) chunk = N;
-  float *wf = NULL;
-  FBX_TRY(fbx_cuda_scratch(c, sizeof(float) * (size_t)(chunk * K), (void **)&wf));
   info->variant = s->bits == 4 ? "mnb_int4_dequant_gemm" : "mnb_int8_dequant_gemm";
   info->reason = lvl4 ? "M > 16: column chunks dequantised to float + cuBLASLt; accuracy_level 4 in float "
                         "(as ORT's CUDA EP)"
                       : "M > 16: column chunks dequantised to float + cuBLASLt";
-  float *y = out[0].data;
+  float *y = a.y;
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t nn = N - n0 < chunk ? N - n0 : chunk;
     FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_mnb_dequant(&a, n0, nn, wf, c->stream), "MATMUL_NBITS dequantise"));
@@ -177,5 +198,6 @@ fbx_status *fbx_cuda_k_mnb(FBX_CUDA_KERNEL_ARGS) {
   }
   if (bias) /* y (M rows, N) += bias[n]: the bias kernel's (N images, M channels, S = 1) */
     FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_bias_add(y, bias, M, N, 1, c->stream), "MATMUL_NBITS bias"));
+  if (gu) FBX_TRY(fbx_cuda_launched(fbx_cuda_launch_mnb_glu_rows(gu, M, N / 2, out[0].data, c->stream), "MATMUL_NBITS glu"));
   return NULL;
 }
