@@ -298,6 +298,8 @@ static void test_mnb(void) {
   mnb_case(17, 4096, 4200, 4, 128, 0, 0, true); /* two 4096-column chunks of 64 MiB scratch (the last partial) */
   mnb_case(16, 256, 300, 8, 32, 1, 4, false);   /* the largest M of the GEMV (two tiles of 8 rows) */
   mnb_case(1, 20, 7, 4, 16, 1, 0, false);      /* K below one 16-byte chunk, odd column bytes */
+  mnb_case(1, 96, 20003, 4, 32, 1, 0, true);   /* a vocabulary-sized N: 8 columns per warp, a partial last one */
+  mnb_case(1, 200, 16390, 8, 64, 2, 4, false);
   /* glu (packed gate/up): the one-launch GEMV (a partial last warp: N/2 % 4 != 0), the split-K
    * forms (2 and 4 warps), 8 bits, bias; M > 1 through the GEMV and the prefill GEMM + combine */
   mnb_case_glu(1, 896, 2 * 4864, 4, 32, 1, 4, false, true); /* Qwen2.5-0.5B's gate/up at decode */
