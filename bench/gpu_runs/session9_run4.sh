@@ -7,6 +7,6 @@ export LD_LIBRARY_PATH=$PWD/lib:$PWD/.deps/lib:/usr/local/cuda/lib64
 export FUSEBOX_ORT_LIB=$PWD/.deps/lib/libonnxruntime.1.30.so
 for p in 1 0 1 0; do
   echo "== FUSEBOX_CUDA_PDL=$p"
-  FUSEBOX_CUDA_PDL=$p build/bench/bench_trace --lib build/libfusebox_ep.so --lib-off build-traceoff/libfusebox_ep.so --device cuda \
-    --model models/gen/genai_tiny.onnx --reps 2 --steps 64 --rounds 3 2>&1 | grep -E "median|overhead"
+  FUSEBOX_CUDA_PDL=$p build/bench/bench_trace --lib $PWD/build/libfusebox_ep.so --lib-off $PWD/build-traceoff/libfusebox_ep.so --device cuda \
+    --model $PWD/models/gen/genai_tiny.onnx --reps 2 --steps 64 --rounds 3 2>&1 | grep -E "median|overhead"
 done
