@@ -31,11 +31,11 @@
 #include "../base/alloc.h"
 #include "ir_passes.h"
 
-/* The MatMulNBits node producing value v and read once, or -1. */
-static int fbx__pq_producer(const fbx_ir_graph *g, const int *uses, int v) {
-  if (v == FBX_IR_NONE || g->values[v].kind != FBX_IR_VALUE_NODE || uses[v] != 1) return -1;
+/* The node producing value v if it has op and is live, else -1. */
+static int fbx__pq_op_of(const fbx_ir_graph *g, const bool *drop, int v, fbx_ir_op op) {
+  if (v == FBX_IR_NONE || g->values[v].kind != FBX_IR_VALUE_NODE) return -1;
   int p = g->values[v].producer;
-  if (p < 0 || g->nodes[p].op != FBX_IR_OP_MATMUL_NBITS || g->nodes[p].n_outputs != 1) return -1;
+  if (p < 0 || p >= g->n_nodes || drop[p] || g->nodes[p].op != op || g->nodes[p].n_outputs != 1) return -1;
   return p;
 }
 
@@ -197,7 +197,10 @@ fbx_status *fbx_ir_pack_qkv(fbx_ir_graph *g, int *packed) {
     if (an->op != FBX_IR_OP_GQA || an->n_inputs < 3) continue;
     int mid[3] = {-1, -1, -1};
     bool ok = true;
-    for (int j = 0; j < 3 && ok; j++) ok = (mid[j] = fbx__pq_producer(g, uses, an->inputs[j])) >= 0 && !drop[mid[j]];
+    for (int j = 0; j < 3 && ok; j++) { /* each projection read by this attention alone */
+      const int v = an->inputs[j];
+      ok = v != FBX_IR_NONE && uses[v] == 1 && (mid[j] = fbx__pq_op_of(g, drop, v, FBX_IR_OP_MATMUL_NBITS)) >= 0;
+    }
     if (!ok) continue;
     const int nh = an->params.gqa.num_heads, kvh = an->params.gqa.kv_num_heads;
     const int64_t Nq = g->nodes[mid[0]].params.nbits.N, H = nh > 0 ? Nq / nh : 0;
@@ -219,14 +222,6 @@ fbx_status *fbx_ir_pack_qkv(fbx_ir_graph *g, int *packed) {
     ++*packed;
   }
   return fbx__pq_end(g, st, *packed, uses, drop);
-}
-
-/* The node producing value v if it has op and is live, else -1. */
-static int fbx__pq_op_of(const fbx_ir_graph *g, const bool *drop, int v, fbx_ir_op op) {
-  if (v == FBX_IR_NONE || g->values[v].kind != FBX_IR_VALUE_NODE) return -1;
-  int p = g->values[v].producer;
-  if (p < 0 || p >= g->n_nodes || drop[p] || g->nodes[p].op != op || g->nodes[p].n_outputs != 1) return -1;
-  return p;
 }
 
 /* Node y = Mul(Mul(gv, Sigmoid(gv)), uv), either order of both Muls: its gate and up values
