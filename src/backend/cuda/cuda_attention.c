@@ -14,7 +14,7 @@
 
 #include "cuda_internal.h"
 
-#define FBX__GQA_SMEM_MAX ((size_t)48 << 10) /* dynamic shared memory without an opt-in */
+#define FBX__GQA_SMEM_MAX FBX_CUDA_GQA_SMEM_MAX
 #define FBX__GQA_BLOCKS 264                  /* blocks to aim for on a decode step (2 per SM on an H200) */
 #define FBX__GQA_SPLIT_MIN 32                /* keys per split: the smallest (shared memory) */
 #define FBX__GQA_SPLIT_STEP 64               /* and the step it is chosen in (thread per key: 128 a block) */
@@ -112,7 +112,10 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
     /* the merge in the last attend block of a group: its weights fit in that block's q and score area */
     if (rows <= FBX_CUDA_COUNTERS && a.n_split + 1 <= H + split) a.counters = c->counters;
   }
-  info->variant = S == 1 ? (a.n_split > 1 ? "gqa_decode_split" : "gqa_decode") : "gqa_causal_prefill";
+  if (S == 1 && a.tile && fbx_cuda_gqa_decode_fits(&a))
+    info->variant = a.n_split > 1 ? "gqa_decode_warps_split" : "gqa_decode_warps";
+  else
+    info->variant = S == 1 ? (a.n_split > 1 ? "gqa_decode_split" : "gqa_decode") : "gqa_causal_prefill";
   info->reason = rot ? "rotary inside; heads of a KV group share each K/V row read; lengths read on the device"
                      : "heads of a KV group share each K/V row read; lengths read on the device";
   info->flops = 4.0 * (double)(B * S * nh * H) * (double)L;

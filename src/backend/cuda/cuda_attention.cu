@@ -26,42 +26,15 @@
 
 #include <cuda_pipeline.h>
 
-#include "cuda_launch.cuh"
+#include "cuda_attention.cuh"
 
 namespace {
 
-constexpr int kThreads = 256;  // attention block: 8 warps
-constexpr int kWarps = kThreads / 32;
+using namespace fbx::attn;
 constexpr int kHeadChunk = 8;  // at most this many query heads scored per K row load
 constexpr int kPvHeads = 4;    // query heads per p * V pass
 
 using fbx::grid_for;
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// element i of rotary(x) (H values at one position; cs/sn: that position's row)
-__device__ __forceinline__ float rope_elem(const float *x, long long i, long long rot, const float *cs,
-                                           const float *sn, int interleaved) {
-  if (i >= rot) return x[i];
-  if (interleaved) {
-    const long long j = i >> 1;
-    const float a = x[2 * j], b = x[2 * j + 1];
-    return (i & 1) ? b * cs[j] + a * sn[j] : a * cs[j] - b * sn[j];
-  }
-  const long long half = rot / 2;
-  if (i < half) return x[i] * cs[i] - x[i + half] * sn[i];
-  const long long j = i - half;
-  return x[i] * cs[j] + x[j] * sn[j];
-}
 
 // ---------------------------------------------------------------- ROTARY --
 __global__ void rope_kernel(const fbx_cuda_rope_args a) {
@@ -90,27 +63,6 @@ __global__ void rope_kernel(const fbx_cuda_rope_args a) {
 }
 
 // ------------------------------------------------------------------- GQA --
-// past_b and total_b of batch entry b; false (and the error flag) when they
-// do not fit, as the CPU kernel checks them.
-__device__ bool gqa_lens(const fbx_cuda_gqa_args &a, long long b, long long *pb, long long *tb) {
-  const long long total = *a.total, S = a.S;
-  const bool first = S == total;
-  const long long t = (long long)a.seqlens[b] + 1, p = first ? 0 : t - S;
-  bool ok = !(p < 0 || p + S > a.L || (first && t > S) || t > a.L);
-  if (!a.shared && p > a.P) ok = false;
-  if (!first && S > 1 && a.B != 1) ok = false;
-  if (a.cs && p + S > a.max_pos) ok = false;
-  if (!ok) {
-    *a.err_flag = FBX_CUDA_ERR_GQA;
-    *pb = 0;
-    *tb = 0;
-    return false;
-  }
-  *pb = p;
-  *tb = t;
-  return true;
-}
-
 // thread per element of the rows written: (b, g, row, i); both K and V
 __global__ void kv_write_kernel(const fbx_cuda_gqa_args a) {
   fbx::pdl_enter();
@@ -140,9 +92,6 @@ __global__ void kv_write_kernel(const fbx_cuda_gqa_args a) {
   }
 }
 
-// Floats between rows of the K / V tiles in shared memory: padded so that
-// the threads of a warp, one key row each, read different banks.
-__host__ __device__ constexpr int tile_stride(int H) { return H % 4 == 0 ? H + 4 : H + 1; }
 // Floats of shared memory before the tiles (q, scores, per head max and sum),
 // rounded up to 4 so that the tiles start on 16 bytes.
 __host__ __device__ constexpr int head_floats(int hpg, int H, int SL) { return (hpg * H + hpg * SL + 2 * hpg + 3) & ~3; }
@@ -301,24 +250,6 @@ __device__ __forceinline__ void attend_split(const fbx_cuda_gqa_args &a, float *
       __syncthreads();
     }
   }
-}
-
-// Whether this block is the last of n to count in on *ctr (which it then
-// sets back to 0 for the next launch). Every thread's global writes before
-// the call are visible to the block that gets true (fence, barrier, atomic).
-// flag: one int of the block's shared memory.
-__device__ __forceinline__ bool last_to_finish(int *ctr, int n, volatile int *flag) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const bool last = atomicAdd(ctr, 1) == n - 1;
-    if (last) atomicExch(ctr, 0);
-    *flag = last;
-  }
-  __syncthreads();
-  const bool last = *flag != 0;
-  if (last) __threadfence();
-  return last;
 }
 
 // The merge of combine_kernel for the hpg heads of one (b, g, s), by the
@@ -522,7 +453,8 @@ extern "C" int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s) {
   /* float4 loads: rows of H floats at 16-byte aligned bases */
   const bool vec4 = a->H % 4 == 0 && ((uintptr_t)a->pk & 15) == 0 && ((uintptr_t)a->pv & 15) == 0;
   const dim3 grid((unsigned)nblk, (unsigned)a->n_split);
-  if (vec4 && a->tile) fbx::launch(attend_kernel<4, true>, grid, kThreads, smem, s, *a);
+  if (a->S == 1 && a->tile && fbx_cuda_gqa_decode_fits(a)) fbx_cuda_launch_gqa_decode(a, s);
+  else if (vec4 && a->tile) fbx::launch(attend_kernel<4, true>, grid, kThreads, smem, s, *a);
   else if (vec4) fbx::launch(attend_kernel<4, false>, grid, kThreads, smem, s, *a);
   else if (a->tile) fbx::launch(attend_kernel<1, true>, grid, kThreads, smem, s, *a);
   else fbx::launch(attend_kernel<1, false>, grid, kThreads, smem, s, *a);

@@ -293,6 +293,13 @@ size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len, int tile_kv)
 /* Dynamic shared memory (bytes) of the combine kernel over n_split partials. */
 size_t fbx_cuda_gqa_combine_smem(int64_t n_split);
 int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s);
+/* The warp-per-head decode kernel (cuda_attention_decode.cu), which fbx_cuda_launch_gqa takes for a
+ * decode step with tiles when it fits: S 1, H 32 / 64 / 128, split_len a multiple of 32 up to 128,
+ * 16-byte aligned present buffers, its shared memory within FBX_CUDA_GQA_SMEM_MAX. */
+#define FBX_CUDA_GQA_SMEM_MAX ((size_t)48 << 10) /* dynamic shared memory without an opt-in */
+size_t fbx_cuda_gqa_decode_smem(int64_t hpg, int64_t H, int64_t split_len);
+int fbx_cuda_gqa_decode_fits(const fbx_cuda_gqa_args *a);
+int fbx_cuda_launch_gqa_decode(const fbx_cuda_gqa_args *a, cudaStream_t s);
 
 #ifdef __cplusplus
 }
