@@ -73,6 +73,8 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
   if (g.G == g.C && g.M == g.C) return fbx_cpu_conv_dw_run(c, node, in, n_in, out, &g, info);
+  if (OS > FBX_CPU_CONV_SMALL_MAX_OS && fbx_cpu_conv_oc_ok(state, &g))
+    return fbx_cpu_conv_oc_run(c, node, state, in, n_in, out, &g, info);
   if (OS <= FBX_CPU_CONV_SMALL_MAX_OS || fbx_cpu_conv_cols_ok(state, &g, c->threads))
     return fbx_cpu_conv_small_run(c, node, state, in, n_in, out, &g, info);
   if (fbx_cpu_conv_direct_ok(&g)) return fbx_cpu_conv_direct_run(c, node, in, n_in, out, &g, info);
