@@ -15,9 +15,10 @@
  *   - a tile is Q <= 14 consecutive output positions of one output row x 32
  *     output channels in 2*Q zmm accumulators; per tap 2 W loads and Q
  *     broadcasts of X (x[q*S] at compile-time displacements) feed 2*Q FMAs;
- *   - the taps run in chunks of FBX__OC_CC input channels (the chunk's W,
- *     CC*KV*128 bytes = 18 KiB for 3x3, stays in L1 while the task's tiles
- *     walk its rows), accumulating in the task's (positions, 32) buffer T;
+ *   - the taps run in chunks of whole input channels, about FBX__OC_TAPS taps
+ *     (16 channels of a 3x3, 144 of a 1x1: the chunk's W, 18 KiB, stays in L1
+ *     while the task's tiles walk its rows), accumulating in the task's
+ *     (positions, 32) buffer T;
  *   - a task is (channel block, output rows); at its end T is transposed into
  *     the NCHW rows of Y and the epilogue runs on each channel's rows.
  * Only compiled for AVX-512 (target attributes); called after
@@ -36,14 +37,18 @@
 
 #define FBX__OC_MB 32 /* output channels per block (2 zmm) */
 #define FBX__OC_QMAX 14 /* output positions per tile: 28 accumulators + 2 W registers of 32 */
-#define FBX__OC_CC 16 /* input channels per K chunk */
+#define FBX__OC_TAPS 144 /* taps per K chunk (whole input channels, at least one) */
 
 /* One tile: Q positions x 32 channels. x: the chunk's first plane at the
  * tile's first input position; toff[t]: tap t's offset (channel plane, kh,
  * kw); w: the chunk's packed W rows (ntaps, 32); t: the tile's (Q, 32) slice
  * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
-FBX__OC_INLINE void fbx__oc_tile(const int Q, const int S, const float *x, const int32_t *toff, int64_t ntaps,
-                                 const float *w, float *t, const float *bias, int acc) {
+FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
+                                 const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
+                                 int acc) {
+  /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
+   * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
+  const int Q = R * Q0;
   __m512 c0[FBX__OC_QMAX], c1[FBX__OC_QMAX];
   if (acc) {
     _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
@@ -56,10 +61,10 @@ FBX__OC_INLINE void fbx__oc_tile(const int Q, const int S, const float *x, const
     _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) c0[q] = b0, c1[q] = b1;
   }
   for (int64_t k = 0; k < ntaps; k++) {
-    const float *xt = x + toff[k];
+    const float *xt = x + toff[k], *xt1 = xt + xrow;
     const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
     _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
-      const __m512 xv = _mm512_set1_ps(xt[q * S]);
+      const __m512 xv = _mm512_set1_ps(q < Q0 ? xt[q * S] : xt1[(q - Q0) * S]);
       c0[q] = _mm512_fmadd_ps(w0, xv, c0[q]);
       c1[q] = _mm512_fmadd_ps(w1, xv, c1[q]);
     }
@@ -70,18 +75,27 @@ FBX__OC_INLINE void fbx__oc_tile(const int Q, const int S, const float *x, const
   }
 }
 
-typedef void (*fbx__oc_tile_fn)(const float *x, const int32_t *toff, int64_t ntaps, const float *w, float *t,
-                                const float *bias, int acc);
+typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
+                                float *t, const float *bias, int acc);
 
 #define FBX__OC_DEF(Q, S)                                                                                    \
-  static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, const int32_t *toff, int64_t ntaps, const float *w, \
-                                             float *t, const float *bias, int acc) {                         \
-    fbx__oc_tile(Q, S, x, toff, ntaps, w, t, bias, acc);                                                    \
+  static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                             const float *w, float *t, const float *bias, int acc) {         \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
+  }                                                                                                          \
+  static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                              const float *w, float *t, const float *bias, int acc) {        \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
+  }
+#define FBX__OC_DEF1(Q, S)                                                                                   \
+  static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                             const float *w, float *t, const float *bias, int acc) {         \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
   }
 #define FBX__OC_DEF_S(S)                                                                                     \
   FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
-  FBX__OC_DEF(7, S) FBX__OC_DEF(8, S) FBX__OC_DEF(9, S) FBX__OC_DEF(10, S) FBX__OC_DEF(11, S)              \
-  FBX__OC_DEF(12, S) FBX__OC_DEF(13, S) FBX__OC_DEF(14, S)
+  FBX__OC_DEF(7, S) FBX__OC_DEF1(8, S) FBX__OC_DEF1(9, S) FBX__OC_DEF1(10, S) FBX__OC_DEF1(11, S)          \
+  FBX__OC_DEF1(12, S) FBX__OC_DEF1(13, S) FBX__OC_DEF1(14, S)
 FBX__OC_DEF_S(1)
 FBX__OC_DEF_S(2)
 
@@ -90,6 +104,10 @@ FBX__OC_DEF_S(2)
    fbx__oc_tile_6_##S,  fbx__oc_tile_7_##S,  fbx__oc_tile_8_##S,  fbx__oc_tile_9_##S,  fbx__oc_tile_10_##S, \
    fbx__oc_tile_11_##S, fbx__oc_tile_12_##S, fbx__oc_tile_13_##S, fbx__oc_tile_14_##S}
 static const fbx__oc_tile_fn fbx__oc_tiles[2][FBX__OC_QMAX] = {FBX__OC_ROW(1), FBX__OC_ROW(2)};
+#define FBX__OC_ROW2(S)                                                                                      \
+  {fbx__oc_tile2_1_##S, fbx__oc_tile2_2_##S, fbx__oc_tile2_3_##S, fbx__oc_tile2_4_##S, fbx__oc_tile2_5_##S, \
+   fbx__oc_tile2_6_##S, fbx__oc_tile2_7_##S}
+static const fbx__oc_tile_fn fbx__oc_tiles2[2][FBX__OC_QMAX / 2] = {FBX__OC_ROW2(1), FBX__OC_ROW2(2)};
 
 /* ---- W packing (once per node, into its state) ---- */
 
@@ -112,7 +130,9 @@ bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
   if (g->G != 1 || st->M != g->M || st->K != g->C * KV) return false;
   if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1) return false; /* 2D only */
   if (g->s[2] < 1 || g->s[2] > 2 || g->pb[1] < 0 || g->pb[2] < 0) return false;
-  if (KV == 1 && g->s[1] == 1 && g->s[2] == 1) return false; /* 1x1 stride 1: the packed 1x1 GEMM */
+  /* 1x1: stride 1 is the packed 1x1 GEMM; stride 2 (ResNet's projections) ran 114 GFLOP/CPU-s here
+     against 146 on the direct kernel, which repacks only the rows and columns it reads (bench_conv) */
+  if (KV == 1) return false;
   /* the padded planes and the tap offsets in int32 */
   const int64_t PH = (g->out[1] - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
   const int64_t PW = (g->out[2] - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
@@ -144,10 +164,11 @@ typedef struct fbx__oc_job {
   float *xp;          /* (C, PH, PW) zero-padded planes (+ slack) */
   const float *wo;    /* packed W (nmb, C, KV, 32) */
   const float *bias;  /* (M) or NULL */
-  const int32_t *toff; /* (CC * KV): tap offsets of one chunk from its first plane */
+  const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
   float *tbuf;        /* per worker: (rt * OW, 32) */
   float *y;           /* (M, OS) of image n */
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
+  int64_t cc;          /* input channels per K chunk */
   fbx_cpu_epi *epi;
 } fbx__oc_job;
 
@@ -175,9 +196,54 @@ static void fbx__oc_pad_task(void *arg, int64_t c0, int64_t c1, int worker) {
   }
 }
 
+/* 16 x 16 floats: r[i] lane j -> r[j] lane i (4 rounds of 2-input shuffles, 64 in all: 0.25 a float) */
+FBX__OC_INLINE void fbx__oc_tr16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) { /* 32-bit pairs */
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) { /* 64-bit pairs */
+    u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  /* now each 128-bit lane of u holds a transposed 4x4 block; move block (a, l) to (l, a) */
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(u[i], u[i + 4], 0x88);      /* lanes 0, 2 of u[i], 0, 2 of u[i+4] */
+    t[i + 4] = _mm512_shuffle_f32x4(u[i], u[i + 4], 0xdd);  /* lanes 1, 3 */
+    t[i + 8] = _mm512_shuffle_f32x4(u[i + 8], u[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(u[i + 8], u[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 4; i++) {
+    u[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    u[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    u[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    u[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 16; i++) r[i] = u[i]; /* (checked by simulating the four rounds on (row, lane) labels) */
+}
+
+/* T (np positions, 32 channels) -> y[m * ldy + p] for m < mn: 16 x 16 blocks
+ * through registers, a last partial block of positions by masked stores */
+FBX__OC_INLINE void fbx__oc_untile(const float *T, int64_t np, int64_t mn, float *y, int64_t ldy) {
+  for (int64_t mb = 0; mb < mn; mb += 16) {
+    const int64_t mc = mn - mb < 16 ? mn - mb : 16;
+    for (int64_t p = 0; p < np; p += 16) {
+      const int64_t pc = np - p < 16 ? np - p : 16;
+      const __mmask16 mk = (__mmask16)(pc >= 16 ? 0xFFFF : (1u << pc) - 1u);
+      __m512 r[16];
+      for (int i = 0; i < 16; i++) r[i] = i < pc ? _mm512_load_ps(T + (p + i) * FBX__OC_MB + mb) : _mm512_setzero_ps();
+      fbx__oc_tr16(r);
+      for (int64_t m = 0; m < mc; m++) _mm512_mask_storeu_ps(y + (mb + m) * ldy + p, mk, r[m]);
+    }
+  }
+}
+
 /* tasks: (channel block mb, row group rg), mb-major so a worker's
  * consecutive tasks reuse the block's W from L2 */
-static void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) {
+static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) {
   const fbx__oc_job *j = arg;
   const fbx_cpu_conv_geom *g = j->g;
   const int64_t C = g->C, M = g->M, OH = g->out[1], OW = g->out[2], OS = OH * OW;
@@ -196,27 +262,28 @@ static void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) {
       memcpy(bb, j->bias + m0, (size_t)mn * sizeof(float));
       bias = bb;
     }
-    for (int64_t c0 = 0; c0 < C; c0 += FBX__OC_CC) {
-      const int64_t cn = C - c0 < FBX__OC_CC ? C - c0 : FBX__OC_CC;
+    for (int64_t c0 = 0; c0 < C; c0 += j->cc) {
+      const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
       const float *xc = j->xp + c0 * PHW;
       for (int64_t oh = oh0; oh < oh1; oh++) {
         const float *xr = xc + oh * sh * PW;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
+        if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
+          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0);
+          oh++;
+          continue;
+        }
         for (int64_t ow = 0; ow < OW; ow += Q) {
           const int64_t q = OW - ow < Q ? OW - ow : Q;
-          tiles[q - 1](xr + ow * sw, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0);
+          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0);
         }
       }
     }
     /* T (positions, 32) -> Y rows (m, oh0..oh1), then the epilogue per channel */
-    const int64_t np = (oh1 - oh0) * OW;
-    for (int64_t m = 0; m < mn; m++) {
-      float *ym = j->y + (m0 + m) * OS + oh0 * OW;
-      const float *tm = T + m;
-      for (int64_t p = 0; p < np; p++) ym[p] = tm[p * FBX__OC_MB];
+    fbx__oc_untile(T, (oh1 - oh0) * OW, mn, j->y + m0 * OS + oh0 * OW, OS);
+    for (int64_t m = 0; m < mn; m++)
       fbx_cpu_epi_apply(j->epi, j->ybase + (m0 + m) * OS + oh0 * OW, j->ybase + (m0 + m) * OS + oh1 * OW, worker);
-    }
   }
 }
 
@@ -244,7 +311,8 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
   const int64_t nrg = (OH + rt - 1) / rt;
   const int64_t tstride = (rt * OW * FBX__OC_MB + 15) / 16 * 16;
-  const int64_t xp_n = (C * PH * PW + 64 + 15) / 16 * 16, toff_n = (FBX__OC_CC * KV + 15) / 16 * 16;
+  const int64_t xp_n = (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  const int64_t toff_n = (cc * KV + 15) / 16 * 16;
   size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)tstride * (size_t)nt) * sizeof(float);
   void *mem = NULL;
   fbx_cpu_epi epi;
@@ -254,10 +322,10 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   int32_t *toff = (int32_t *)(xp + xp_n);
   float *tbuf = xp + xp_n + toff_n;
   memset(xp + C * PH * PW, 0, 64 * sizeof(float));
-  for (int64_t cc = 0; cc < FBX__OC_CC; cc++)
+  for (int64_t ci = 0; ci < cc; ci++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++)
-        toff[(cc * KH + kh) * KW + kw] = (int32_t)(cc * PH * PW + kh * g->d[1] * PW + kw * g->d[2]);
+        toff[(ci * KH + kh) * KW + kw] = (int32_t)(ci * PH * PW + kh * g->d[1] * PW + kw * g->d[2]);
   const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
   info->variant = "conv_oc_avx512";
   info->reason = "2D, constant W: W packed in 32-channel blocks, X zero-padded, 14 positions x 32 channels "
@@ -265,7 +333,7 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     fbx__oc_job j = {.g = g, .x = (const float *)in[0].data + n * C * g->in[1] * g->in[2], .xp = xp, .wo = st->wo,
                      .bias = b, .toff = toff, .tbuf = tbuf, .y = (float *)out[0].data + n * M * OS, .PH = PH,
-                     .PW = PW, .KV = KV, .nmb = nmb, .rt = rt, .nrg = nrg, .tstride = tstride, .ybase = n * M * OS,
+                     .PW = PW, .KV = KV, .nmb = nmb, .rt = rt, .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS,
                      .epi = &epi};
     if (C * PH * PW > 32768 && nt > 1)
       fbx_cpu_par(c, C, 1, fbx__oc_pad_task, &j);
