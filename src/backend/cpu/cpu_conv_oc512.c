@@ -45,7 +45,7 @@
  * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
 FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
                                  const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
-                                 int acc) {
+                                 int acc, const float *pf) {
   /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
    * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
   const int Q = R * Q0;
@@ -63,6 +63,10 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
   for (int64_t k = 0; k < ntaps; k++) {
     const float *xt = x + toff[k], *xt1 = xt + xrow;
     const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
+    if (pf) { /* the next chunk's W row k into L2 (see fbx__oc_task) */
+      _mm_prefetch((const char *)(pf + k * 32), _MM_HINT_T1);
+      _mm_prefetch((const char *)(pf + k * 32 + 16), _MM_HINT_T1);
+    }
     _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
       const __m512 xv = _mm512_set1_ps(q < Q0 ? xt[q * S] : xt1[(q - Q0) * S]);
       c0[q] = _mm512_fmadd_ps(w0, xv, c0[q]);
@@ -76,21 +80,24 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
 }
 
 typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
-                                float *t, const float *bias, int acc);
+                                float *t, const float *bias, int acc, const float *pf);
 
 #define FBX__OC_DEF(Q, S)                                                                                    \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
-                                             const float *w, float *t, const float *bias, int acc) {         \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
+                                             const float *w, float *t, const float *bias, int acc,           \
+                                             const float *pf) {                                              \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
   }                                                                                                          \
   static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
-                                              const float *w, float *t, const float *bias, int acc) {        \
-    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
+                                              const float *w, float *t, const float *bias, int acc,          \
+                                              const float *pf) {                                             \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
   }
 #define FBX__OC_DEF1(Q, S)                                                                                   \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
-                                             const float *w, float *t, const float *bias, int acc) {         \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc);                                           \
+                                             const float *w, float *t, const float *bias, int acc,           \
+                                             const float *pf) {                                              \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
   }
 #define FBX__OC_DEF_S(S)                                                                                     \
   FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
@@ -162,7 +169,7 @@ typedef struct fbx__oc_job {
   const fbx_cpu_conv_geom *g;
   const float *x;     /* (C, IH, IW) of image n */
   float *xp;          /* (C, PH, PW) zero-padded planes (+ slack) */
-  const float *wo;    /* packed W (nmb, C, KV, 32) */
+  const float *wo, *wo_end; /* packed W (nmb, C, KV, 32) */
   const float *bias;  /* (M) or NULL */
   const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
   float *tbuf;        /* per worker: (rt * OW, 32) */
@@ -266,17 +273,24 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
       const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
       const float *xc = j->xp + c0 * PHW;
+      /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
+         W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
+         W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
+      const float *pf = wc + cn * KV * FBX__OC_MB;
+      if (pf >= j->wo_end) pf = NULL;
       for (int64_t oh = oh0; oh < oh1; oh++) {
         const float *xr = xc + oh * sh * PW;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
         if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
-          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0);
+          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0, pf);
+          pf = NULL;
           oh++;
           continue;
         }
         for (int64_t ow = 0; ow < OW; ow += Q) {
           const int64_t q = OW - ow < Q ? OW - ow : Q;
-          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0);
+          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0, pf);
+          pf = NULL;
         }
       }
     }
@@ -331,7 +345,7 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   info->reason = "2D, constant W: W packed in 32-channel blocks, X zero-padded, 14 positions x 32 channels "
                  "per AVX-512 tile";
   for (int64_t n = 0; n < g->N; n++) {
-    fbx__oc_job j = {.g = g, .x = (const float *)in[0].data + n * C * g->in[1] * g->in[2], .xp = xp, .wo = st->wo,
+    fbx__oc_job j = {.g = g, .x = (const float *)in[0].data + n * C * g->in[1] * g->in[2], .xp = xp, .wo = st->wo, .wo_end = st->wo + nmb * C * KV * FBX__OC_MB,
                      .bias = b, .toff = toff, .tbuf = tbuf, .y = (float *)out[0].data + n * M * OS, .PH = PH,
                      .PW = PW, .KV = KV, .nmb = nmb, .rt = rt, .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS,
                      .epi = &epi};
