@@ -56,8 +56,8 @@ bool fbx_cpu_conv_dw_rows_ok(int64_t KH, int64_t KW, int64_t sh, int64_t sw);
 void fbx_cpu_conv_dw_rows_avx512(const float *xp, int64_t PW, const float *w, int64_t K, int64_t sh, float bias,
                                  float *y, int64_t OH, int64_t OW);
 /* Output channels in the lanes (cpu_conv_oc512.c): AVX-512, group 1, 2D, W
- * constant (state from fbx_cpu_conv_prepare), column stride 1 or 2, more than
- * one tap. */
+ * constant (state from fbx_cpu_conv_prepare), column stride 1 or 2, not 1x1
+ * stride 1. */
 bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g);
 fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
                                 int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);

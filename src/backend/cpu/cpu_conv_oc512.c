@@ -11,7 +11,8 @@
  *     wo[mb][c][kh][kw][32]: block mb of 32 output channels (zero-padded past
  *     M), one 128-byte row per tap, read as 2 aligned zmm;
  *   - X is copied once per image into zero-padded planes xp (C, PH, PW)
- *     (no phase split: stride 2 reads every second float);
+ *     (no phase split: stride 2 reads every second float), or read in place
+ *     when the conv has no padding (1x1 stride-2 projections);
  *   - a tile is Q <= 14 consecutive output positions of one output row x 32
  *     output channels in 2*Q zmm accumulators; per tap 2 W loads and Q
  *     broadcasts of X (x[q*S] at compile-time displacements) feed 2*Q FMAs;
@@ -137,9 +138,7 @@ bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
   if (g->G != 1 || st->M != g->M || st->K != g->C * KV) return false;
   if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1) return false; /* 2D only */
   if (g->s[2] < 1 || g->s[2] > 2 || g->pb[1] < 0 || g->pb[2] < 0) return false;
-  /* 1x1: stride 1 is the packed 1x1 GEMM; stride 2 (ResNet's projections) ran 114 GFLOP/CPU-s here
-     against 146 on the direct kernel, which repacks only the rows and columns it reads (bench_conv) */
-  if (KV == 1) return false;
+  if (KV == 1 && g->s[1] == 1 && g->s[2] == 1) return false; /* 1x1 stride 1: the packed 1x1 GEMM */
   /* the padded planes and the tap offsets in int32 */
   const int64_t PH = (g->out[1] - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
   const int64_t PW = (g->out[2] - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
@@ -169,6 +168,8 @@ typedef struct fbx__oc_job {
   const fbx_cpu_conv_geom *g;
   const float *x;     /* (C, IH, IW) of image n */
   float *xp;          /* (C, PH, PW) zero-padded planes (+ slack) */
+  const float *xs;    /* what the tiles read: xp, or x itself when no padding is needed */
+  int64_t rs, ps;     /* its row and plane strides */
   const float *wo, *wo_end; /* packed W (nmb, C, KV, 32) */
   const float *bias;  /* (M) or NULL */
   const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
@@ -254,7 +255,7 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   const fbx__oc_job *j = arg;
   const fbx_cpu_conv_geom *g = j->g;
   const int64_t C = g->C, M = g->M, OH = g->out[1], OW = g->out[2], OS = OH * OW;
-  const int64_t sh = g->s[1], sw = g->s[2], PW = j->PW, PHW = j->PH * PW, KV = j->KV;
+  const int64_t sh = g->s[1], sw = g->s[2], PW = j->rs, PHW = j->ps, KV = j->KV;
   float *T = j->tbuf + (size_t)worker * (size_t)j->tstride;
   /* tiles along a row: nq of width Q, the last one narrower */
   const int64_t nq = (OW + FBX__OC_QMAX - 1) / FBX__OC_QMAX, Q = (OW + nq - 1) / nq;
@@ -272,7 +273,7 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
     for (int64_t c0 = 0; c0 < C; c0 += j->cc) {
       const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
-      const float *xc = j->xp + c0 * PHW;
+      const float *xc = j->xs + c0 * PHW;
       /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
          W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
          W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
@@ -325,7 +326,11 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
   const int64_t nrg = (OH + rt - 1) / rt;
   const int64_t tstride = (rt * OW * FBX__OC_MB + 15) / 16 * 16;
-  const int64_t xp_n = (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  /* no padding at the start and the taps stay inside X (ResNet's 1x1 stride-2 projections): the tiles
+     read X itself, no copy */
+  const bool direct = g->pb[1] == 0 && g->pb[2] == 0 && PH <= g->in[1] && PW <= g->in[2];
+  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : PH * PW;
+  const int64_t xp_n = direct ? 0 : (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
   const int64_t toff_n = (cc * KV + 15) / 16 * 16;
   size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)tstride * (size_t)nt) * sizeof(float);
   void *mem = NULL;
@@ -335,21 +340,24 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   float *xp = mem;
   int32_t *toff = (int32_t *)(xp + xp_n);
   float *tbuf = xp + xp_n + toff_n;
-  memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  if (!direct) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
   for (int64_t ci = 0; ci < cc; ci++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++)
-        toff[(ci * KH + kh) * KW + kw] = (int32_t)(ci * PH * PW + kh * g->d[1] * PW + kw * g->d[2]);
+        toff[(ci * KH + kh) * KW + kw] = (int32_t)(ci * ps + kh * g->d[1] * rs + kw * g->d[2]);
   const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
   info->variant = "conv_oc_avx512";
   info->reason = "2D, constant W: W packed in 32-channel blocks, X zero-padded, 14 positions x 32 channels "
                  "per AVX-512 tile";
   for (int64_t n = 0; n < g->N; n++) {
-    fbx__oc_job j = {.g = g, .x = (const float *)in[0].data + n * C * g->in[1] * g->in[2], .xp = xp, .wo = st->wo, .wo_end = st->wo + nmb * C * KV * FBX__OC_MB,
-                     .bias = b, .toff = toff, .tbuf = tbuf, .y = (float *)out[0].data + n * M * OS, .PH = PH,
-                     .PW = PW, .KV = KV, .nmb = nmb, .rt = rt, .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS,
-                     .epi = &epi};
-    if (C * PH * PW > 32768 && nt > 1)
+    const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
+    fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf,
+                     .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
+                     .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
+    if (direct)
+      ; /* nothing to copy */
+    else if (C * PH * PW > 32768 && nt > 1)
       fbx_cpu_par(c, C, 1, fbx__oc_pad_task, &j);
     else
       fbx__oc_pad_task(&j, 0, C, 0);
