@@ -3,6 +3,11 @@
  *   depthwise (group == C == M): direct kernel on a zero-padded plane (2 rows x
  *                                16 outputs per step in AVX2, x 32 in AVX-512),
  *                                parallel over (n, c)
+ *   2D, constant W, AVX-512    : output channels in the lanes (cpu_conv_oc512.c):
+ *                                W packed in 32-channel blocks at the first run,
+ *                                14 positions x 32 channels per tile, parallel
+ *                                over (channel block, output rows); the ResNet 3x3s
+ *                                (fbx_cpu_conv_oc_ok says which convs)
  *   2D (not 1x1 stride 1)      : direct: X repacked once into zero-padded
  *                                stride-phase planes, then the conv GEMM (12x32
  *                                AVX-512 / 6x16 AVX2) reads B at per-tap offsets

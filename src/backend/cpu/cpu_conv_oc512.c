@@ -13,15 +13,21 @@
  *   - X is copied once per image into zero-padded planes xp (C, PH, PW)
  *     (no phase split: stride 2 reads every second float), or read in place
  *     when the conv has no padding (1x1 stride-2 projections);
- *   - a tile is Q <= 14 consecutive output positions of one output row x 32
- *     output channels in 2*Q zmm accumulators; per tap 2 W loads and Q
- *     broadcasts of X (x[q*S] at compile-time displacements) feed 2*Q FMAs;
+ *   - a tile is Q <= 14 consecutive output positions of one output row (of
+ *     two rows when the map has <= 7 columns) x 32 output channels in 2*Q zmm
+ *     accumulators; per tap 2 W loads and Q broadcasts of X (x[q*S] at
+ *     compile-time displacements) feed 2*Q FMAs;
  *   - the taps run in chunks of whole input channels, about FBX__OC_TAPS taps
  *     (16 channels of a 3x3, 144 of a 1x1: the chunk's W, 18 KiB, stays in L1
  *     while the task's tiles walk its rows), accumulating in the task's
  *     (positions, 32) buffer T;
+ *     the chunk's first tile prefetches the next chunk's W into L2;
  *   - a task is (channel block, output rows); at its end T is transposed into
- *     the NCHW rows of Y and the epilogue runs on each channel's rows.
+ *     the NCHW rows of Y (16x16 blocks in registers) and the epilogue runs on
+ *     each channel's rows while they are in cache.
+ * Numerics: one float FMA chain per output over the taps in (channel, kh, kw)
+ * order, starting from the bias (as the direct kernel), so the error against
+ * a double reference grows like sqrt(C * taps) (test_cpu_conv_oc.c).
  * Only compiled for AVX-512 (target attributes); called after
  * fbx_cpu_avx512_enabled() said yes. */
 #include <immintrin.h>
