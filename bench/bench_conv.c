@@ -3,7 +3,11 @@
  * PP-OCRv4 det 640x640 and a ResNet-style CNN, through the backend's own
  * vtable (no ORT). Best and median wall ms of R runs after a warm-up, GFLOP/s of
  * the best, and GFLOP per CPU-second (median; robust to a loaded machine). Usage: bench_conv [threads=2] [reps=20] [shape-name substring]
- * (FUSEBOX_AVX512=0 measures the AVX2 kernels.) */
+ * (FUSEBOX_AVX512=0 measures the AVX2 kernels.) W and B are constants, so the
+ * node is prepared as a compiled plan would (node_prepare: packed-W paths),
+ * and the first runs (warm-up) pack W. FBX_BENCH_FLUSH_MB=N writes N MiB between
+ * runs (outside the timing), so X, W and Y start cold as inside a model whose
+ * weights exceed the caches (ResNet-18: 47 MB). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +39,16 @@ static const conv_shape kShapes[] = {
     {"det 384->384 1x1 20x20", 384, 20, 20, 384, 1, 1, 0, 1},
     {"det dw 16 3x3 320x320", 16, 320, 320, 16, 3, 1, 1, 16},
     {"det dw 192 5x5 40x40", 192, 40, 40, 192, 5, 1, 2, 192},
+    /* ResNet-18 at 224x224: every conv shape (the 3x3s are ~90% of its FLOPs) */
+    {"resnet stem 3->64 7x7 s2 224x224", 3, 224, 224, 64, 7, 2, 3, 1},
     {"resnet 64->64 3x3 56x56", 64, 56, 56, 64, 3, 1, 1, 1},
+    {"resnet 64->128 3x3 s2 56x56", 64, 56, 56, 128, 3, 2, 1, 1},
+    {"resnet 64->128 1x1 s2 56x56", 64, 56, 56, 128, 1, 2, 0, 1},
+    {"resnet 128->128 3x3 28x28", 128, 28, 28, 128, 3, 1, 1, 1},
+    {"resnet 128->256 3x3 s2 28x28", 128, 28, 28, 256, 3, 2, 1, 1},
     {"resnet 256->256 3x3 14x14", 256, 14, 14, 256, 3, 1, 1, 1},
+    {"resnet 256->512 3x3 s2 14x14", 256, 14, 14, 512, 3, 2, 1, 1},
+    {"resnet 512->512 3x3 7x7", 512, 7, 7, 512, 3, 1, 1, 1},
     /* PP-OCRv4 rec 48x320 (PP-LCNet: 1x1 convs on few pixels, 5x5 depthwise) */
     {"rec 128->240 1x1 12x80", 128, 12, 80, 240, 1, 1, 0, 1},
     {"rec 240->240 1x1 12x80", 240, 12, 80, 240, 1, 1, 0, 1},
@@ -82,6 +94,9 @@ int main(int argc, char **argv) {
   printf("| shape | threads | variant | best ms | median ms | GFLOP/s (best) | GFLOP/CPU-s (median) |\n"
          "|---|---|---|---|---|---|---|\n");
   double *t = calloc((size_t)reps, sizeof *t), *tc = calloc((size_t)reps, sizeof *tc);
+  const char *fl = getenv("FBX_BENCH_FLUSH_MB");
+  const size_t flush_n = fl ? (size_t)atol(fl) << 20 : 0;
+  unsigned char *flush = flush_n ? malloc(flush_n) : NULL;
   for (size_t si = 0; si < sizeof kShapes / sizeof kShapes[0]; si++) {
     const conv_shape *s = &kShapes[si];
     if (argc > 3 && !strstr(s->name, argv[3])) continue;
@@ -98,9 +113,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) nd.params.conv.pads[i] = s->P;
     nd.params.conv.group = s->G;
     fbx_kernel_info info = {0};
+    void *state = NULL;
+    const fbx_tensor *consts[3] = {NULL, &in[1], &in[2]};
+    if (be->vt->node_prepare) st = be->vt->node_prepare(be, &nd, consts, in, &state);
     for (int r = -2; r < reps && !st; r++) {
+      if (flush) memset(flush, r & 0xff, flush_n);
       double t0 = now_s(), c0 = cpu_s();
-      st = be->vt->run_node(be, &nd, NULL, in, 3, &y, 1, &info);
+      st = be->vt->run_node(be, &nd, state, in, 3, &y, 1, &info);
       if (r >= 0) t[r] = now_s() - t0, tc[r] = cpu_s() - c0;
     }
     if (st) {
@@ -111,11 +130,13 @@ int main(int argc, char **argv) {
     qsort(tc, (size_t)reps, sizeof *tc, cmp_d);
     printf("| %s | %d | %s | %.3f | %.3f | %.1f | %.1f |\n", s->name, threads, info.variant ? info.variant : "?",
            t[0] * 1e3, t[reps / 2] * 1e3, info.flops / t[0] * 1e-9, info.flops / tc[reps / 2] * 1e-9);
+    if (state && be->vt->node_release) be->vt->node_release(be, &nd, state);
     for (int i = 0; i < 3; i++) free(in[i].data);
     free(y.data);
   }
   free(t);
   free(tc);
+  free(flush);
   fbx_backend_destroy(be);
   return 0;
 }

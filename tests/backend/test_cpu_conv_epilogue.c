@@ -4,7 +4,11 @@
  * the CPU backend, must (a) run as one conv step (counted by a wrapper
  * backend) and (b) match a naive double-accumulation reference computed with
  * the same float op order. Also: the eager (unfused) path gives the same
- * numbers, and a conv whose output is also a graph output is not fused. */
+ * numbers, and a conv whose output is also a graph output is not fused.
+ * Every case runs twice: without node_prepare (no packed-W paths) and with the
+ * CPU backend's node_prepare (W packed at compile: the AVX-512 output-channel
+ * kernel of cpu_conv_oc512.c, the small-map im2col GEMM); the variants taken
+ * are printed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +43,7 @@ static fbx_backend *g_cpu;
 static fbx_backend_vtable g_vt;
 static fbx_backend g_wrap;
 static int g_runs, g_conv_runs, g_epi_runs;
+static const char *g_conv_variant; /* of the last conv run */
 
 static fbx_status *w_run(fbx_backend *be, const fbx_ir_node *n, void *state, const fbx_tensor *in, int n_in,
                          fbx_tensor *out, int n_out, fbx_kernel_info *info) {
@@ -46,8 +51,22 @@ static fbx_status *w_run(fbx_backend *be, const fbx_ir_node *n, void *state, con
   if (n->op == FBX_IR_OP_CONV || n->op == FBX_IR_OP_CONV_TRANSPOSE) {
     g_conv_runs++;
     if (n->params.conv.epilogue) g_epi_runs++;
+    fbx_kernel_info local = {0}; /* the plan may pass none */
+    if (!info) info = &local;
+    fbx_status *st = g_cpu->vt->run_node(g_cpu, n, state, in, n_in, out, n_out, info);
+    g_conv_variant = info->variant;
+    return st;
   }
   return g_cpu->vt->run_node(g_cpu, n, state, in, n_in, out, n_out, info);
+}
+static fbx_status *w_prepare(fbx_backend *be, const fbx_ir_node *n, const fbx_tensor *const *ci, const fbx_tensor *in,
+                             void **state) {
+  (void)be;
+  return g_cpu->vt->node_prepare(g_cpu, n, ci, in, state);
+}
+static void w_release(fbx_backend *be, const fbx_ir_node *n, void *state) {
+  (void)be;
+  g_cpu->vt->node_release(g_cpu, n, state);
 }
 static fbx_status *w_alloc(fbx_backend *be, size_t b, void **o) { return g_cpu->vt->buffer_alloc(g_cpu, b, o); }
 static void w_free(fbx_backend *be, void *p) { g_cpu->vt->buffer_free(g_cpu, p); }
@@ -259,7 +278,8 @@ static void run_case(const conv_case *k) {
       fbx_status_free(st);
     } else {
       double e = o.buf[0] && o.n[0] == yn ? max_err(o.buf[0], ref, yn) : 1e9;
-      CHECK(e < 2e-4, "%s [%s]: result matches naive reference (max rel err %.2g)", k->name, mode, e);
+      CHECK(e < 2e-4, "%s [%s%s, %s]: result matches naive reference (max rel err %.2g)", k->name, mode,
+            g_vt.node_prepare ? ", prepared" : "", g_conv_variant ? g_conv_variant : "?", e);
       if (k->conv_is_output) {
         double ec = o.buf[1] && o.n[1] == yn ? max_err(o.buf[1], cref, yn) : 1e9;
         CHECK(ec < 2e-4, "%s [%s]: conv output (a graph output too) matches (max rel err %.2g)", k->name, mode, ec);
@@ -340,9 +360,17 @@ int main(void) {
       {"convtranspose2x2_s2", true, 1, 6, 4, 8, 7, 2, 2, 2, 1, 0, 1, true, true, false},
       {"convtranspose2x2_s2_b2_m1", true, 2, 5, 1, 9, 13, 2, 2, 2, 1, 0, 1, true, false, false},
       {"convtranspose3x3_s3_big", true, 1, 20, 7, 17, 19, 3, 3, 3, 1, 0, 1, false, true, false},
+      /* ResNet-style 3x3 (prepared: the output-channel kernel): 36 channels = a full and a partial
+         32-channel block, 15 = a 14-position tile + 1; stride 2, batch 2 */
+      {"conv3x3_resnet_m36_15x15", false, 1, 40, 36, 15, 15, 3, 3, 1, 1, 1, 1, true, true, false},
+      {"conv3x3_resnet_s2_b2", false, 2, 24, 64, 17, 16, 3, 3, 2, 1, 1, 1, false, true, false},
       {"conv_output_also_graph_output", false, 1, 5, 7, 13, 11, 3, 3, 1, 1, 1, 1, true, true, true},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+  for (int prep = 0; prep < 2; prep++) {
+    g_vt.node_prepare = prep ? w_prepare : NULL;
+    g_vt.node_release = prep ? w_release : NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+  }
   fbx_backend_destroy(g_cpu);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

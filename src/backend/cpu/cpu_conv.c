@@ -3,6 +3,11 @@
  *   depthwise (group == C == M): direct kernel on a zero-padded plane (2 rows x
  *                                16 outputs per step in AVX2, x 32 in AVX-512),
  *                                parallel over (n, c)
+ *   2D, constant W, AVX-512    : output channels in the lanes (cpu_conv_oc512.c):
+ *                                W packed in 32-channel blocks at the first run,
+ *                                14 positions x 32 channels per tile, parallel
+ *                                over (channel block, output rows); the ResNet 3x3s
+ *                                (fbx_cpu_conv_oc_ok says which convs)
  *   2D (not 1x1 stride 1)      : direct: X repacked once into zero-padded
  *                                stride-phase planes, then the conv GEMM (12x32
  *                                AVX-512 / 6x16 AVX2) reads B at per-tap offsets
@@ -73,6 +78,8 @@ fbx_status *fbx_cpu_k_CONV(FBX_CPU_KERNEL_ARGS) {
   info->flops = 2.0 * (double)g.N * (double)g.M * (double)OS * (double)Cg * (double)KV;
   if (g.N * g.M * OS == 0) return NULL;
   if (g.G == g.C && g.M == g.C) return fbx_cpu_conv_dw_run(c, node, in, n_in, out, &g, info);
+  if (OS > FBX_CPU_CONV_SMALL_MAX_OS && fbx_cpu_conv_oc_ok(state, &g))
+    return fbx_cpu_conv_oc_run(c, node, state, in, n_in, out, &g, info);
   if (OS <= FBX_CPU_CONV_SMALL_MAX_OS || fbx_cpu_conv_cols_ok(state, &g, c->threads))
     return fbx_cpu_conv_small_run(c, node, state, in, n_in, out, &g, info);
   if (fbx_cpu_conv_direct_ok(&g)) return fbx_cpu_conv_direct_run(c, node, in, n_in, out, &g, info);

@@ -4,6 +4,8 @@
  *   cpu_conv_dw.c        depthwise (group == C == M); its AVX-512 plane kernels in
  *                        cpu_conv_dw_avx512.c and cpu_conv_dw_rows512.c (3x3 / 5x5, column stride 1)
  *   cpu_conv_direct.c    2D direct: stride-phase planes + GEMM on per-tap offsets
+ *   cpu_conv_oc512.c     2D, constant W, AVX-512: output channels in the lanes, W packed in
+ *                        32-channel blocks (the ResNet 3x3 convs)
  *   cpu_conv_small.c     <= 16 output positions per image: transposed columns, dot products
  *                        or W packed once + the small-M kernel over channels
  *   cpu_conv_tiled.c     1x1 stride 1 and everything else (3D, negative pads): tiled im2col
@@ -19,6 +21,19 @@ typedef struct fbx_cpu_conv_geom {
   int64_t N, C, M, G;
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3]; /* pb: pad at the beginning */
 } fbx_cpu_conv_geom;
+
+/* node_prepare state of a group-1 CONV with a constant W (fbx_cpu_conv_prepare,
+ * cpu_conv_small.c): each path that wants W in its own layout packs it at its
+ * first run (the plan's shapes decide the path; a conv that never takes it
+ * costs no memory). The run lock of the backend serialises run_node, so the
+ * one-time packing needs no lock of its own. Freed by fbx_cpu_conv_release. */
+typedef struct fbx_cpu_conv_state {
+  int64_t K, M;   /* W is (M, K) */
+  float *wt;      /* W^T in fbx_cpu_gemv_pack panels (cpu_conv_small.c), NULL until packed */
+  bool failed;    /* that packing ran out of memory once: stay on the dot path */
+  float *wo;      /* W in 32-channel blocks (cpu_conv_oc512.c), NULL until packed */
+  bool oc_failed; /* that packing ran out of memory once: stay off that path */
+} fbx_cpu_conv_state;
 
 /* Fills g from the node and its X, W, Y tensors (F32 only; checks the shapes
  * against the one geometry of ir_geometry.c). */
@@ -40,6 +55,12 @@ void fbx_cpu_conv_dw2_plane_avx512(const float *xp, int64_t PW, const float *w, 
 bool fbx_cpu_conv_dw_rows_ok(int64_t KH, int64_t KW, int64_t sh, int64_t sw);
 void fbx_cpu_conv_dw_rows_avx512(const float *xp, int64_t PW, const float *w, int64_t K, int64_t sh, float bias,
                                  float *y, int64_t OH, int64_t OW);
+/* Output channels in the lanes (cpu_conv_oc512.c): AVX-512, group 1, 2D, W
+ * constant (state from fbx_cpu_conv_prepare), column stride 1 or 2, not 1x1
+ * stride 1. */
+bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g);
+fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
+                                int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);
 bool fbx_cpu_conv_direct_ok(const fbx_cpu_conv_geom *g);
 fbx_status *fbx_cpu_conv_direct_run(fbx_cpu_ctx *c, const fbx_ir_node *node, const fbx_tensor *in, int n_in,
                                     fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info);

@@ -147,21 +147,11 @@ static void fbx__scv_out_task(void *arg, int64_t m0, int64_t m1, int worker) {
   }
 }
 
-/* node_prepare state of a group-1 CONV with a constant W: W^T (K, M) in
- * fbx_cpu_gemv_pack panels for the few-positions path, packed at the first
- * run that takes that path (the plan's shapes decide it; a conv that never
- * does costs no memory). The run lock of the backend serialises run_node,
- * so the one-time packing needs no lock of its own. */
-typedef struct fbx__scv_pack {
-  int64_t K, M;
-  float *wt;    /* NULL until packed */
-  bool failed;  /* packing ran out of memory once: stay on the dot path */
-} fbx__scv_pack;
-
 void fbx_cpu_conv_release(void *state) {
-  fbx__scv_pack *s = state;
+  fbx_cpu_conv_state *s = state;
   if (!s) return;
   fbx_free_aligned(s->wt);
+  fbx_free_aligned(s->wo);
   fbx_free(s);
 }
 
@@ -172,7 +162,7 @@ fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const 
   if (node->op != FBX_IR_OP_CONV || !const_inputs || !const_inputs[1] || node->params.conv.group > 1) return NULL;
   const fbx_tensor *w = const_inputs[1];
   if (w->dtype != FBX_DTYPE_F32 || w->rank < 3) return NULL;
-  fbx__scv_pack *s = fbx_calloc(1, sizeof *s);
+  fbx_cpu_conv_state *s = fbx_calloc(1, sizeof *s);
   if (!s) return FBX_ERR_OOM();
   s->M = w->dims[0];
   s->K = 1;
@@ -182,7 +172,7 @@ fbx_status *fbx_cpu_conv_prepare(fbx_cpu_ctx *c, const fbx_ir_node *node, const 
 }
 
 bool fbx_cpu_conv_cols_ok(const void *state, const fbx_cpu_conv_geom *g, int threads) {
-  const fbx__scv_pack *pk = state;
+  const fbx_cpu_conv_state *pk = state;
   const int64_t OS = g->out[0] * g->out[1] * g->out[2], K = g->C * g->k[0] * g->k[1] * g->k[2];
   /* 3x3 taps or more, and enough work per thread: measured, ResNet-18's 7x7 / 14x14 stages at 2 threads
      (58-115 MFLOP a thread) 1.2-2.1x faster than the direct kernel, the same model at 16 threads (7-14)
@@ -199,7 +189,7 @@ fbx_status *fbx_cpu_conv_small_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void
   const int64_t Cg = g->C / g->G, Mg = g->M / g->G, KV = g->k[0] * g->k[1] * g->k[2], K = Cg * KV;
   const int64_t IS = g->in[0] * g->in[1] * g->in[2], OS = g->out[0] * g->out[1] * g->out[2];
   const float *x = in[0].data, *w = in[1].data, *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
-  fbx__scv_pack *pk = state;
+  fbx_cpu_conv_state *pk = state;
   if (pk && (g->G != 1 || pk->K != K || pk->M != g->M || pk->failed)) pk = NULL;
   if (pk && !pk->wt) { /* first run on this path: pack W once (allocation outside the steady state) */
     fbx_status *st = fbx_cpu_gemv_pack(w, K, g->M, true, &pk->wt);

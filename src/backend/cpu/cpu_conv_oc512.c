@@ -1,0 +1,382 @@
+/* CONV, 2D direct with output channels in the vector lanes (AVX-512; the
+ * ResNet 3x3 convs at 56x56..7x7, stride 1 and 2, and any other group-1 2D
+ * conv with a constant W that fbx_cpu_conv_oc_ok admits).
+ *
+ * Why not the positions-in-lanes direct kernel (cpu_conv_direct.c): it
+ * computes PW2 >= OW columns per output row (the pad columns are computed and
+ * dropped: 22% of a 7x7 map, 12% of 14x14) in tiles of 32, and broadcasts W
+ * from 12 rows K floats apart; on ResNet-18's 3x3 maps it ran 81..224 GFLOP/s
+ * at 2 threads against ORT's ~290 (bench/RESULTS.md, session 8). Here:
+ *   - W is packed once (first run, into the node state) as
+ *     wo[mb][c][kh][kw][32]: block mb of 32 output channels (zero-padded past
+ *     M), one 128-byte row per tap, read as 2 aligned zmm;
+ *   - X is copied once per image into zero-padded planes xp (C, PH, PW)
+ *     (no phase split: stride 2 reads every second float), or read in place
+ *     when the conv has no padding (1x1 stride-2 projections);
+ *   - a tile is Q <= 14 consecutive output positions of one output row (of
+ *     two rows when the map has <= 7 columns) x 32 output channels in 2*Q zmm
+ *     accumulators; per tap 2 W loads and Q broadcasts of X (x[q*S] at
+ *     compile-time displacements) feed 2*Q FMAs;
+ *   - the taps run in chunks of whole input channels, about FBX__OC_TAPS taps
+ *     (16 channels of a 3x3, 144 of a 1x1: the chunk's W, 18 KiB, stays in L1
+ *     while the task's tiles walk its rows), accumulating in the task's
+ *     (positions, 32) buffer T;
+ *     the chunk's first tile prefetches the next chunk's W into L2;
+ *   - a task is (channel block, output rows); at its end T is transposed into
+ *     the NCHW rows of Y (16x16 blocks in registers) and the epilogue runs on
+ *     each channel's rows while they are in cache.
+ * Numerics: one float FMA chain per output over the taps in (channel, kh, kw)
+ * order, starting from the bias (as the direct kernel), so the error against
+ * a double reference grows like sqrt(C * taps) (test_cpu_conv_oc.c).
+ * Only compiled for AVX-512 (target attributes); called after
+ * fbx_cpu_avx512_enabled() said yes. */
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_conv.h"
+#include "cpu_gemm_avx512.h" /* fbx_cpu_avx512_enabled */
+
+#define FBX__OC __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#define FBX__OC_INLINE static inline FBX__OC __attribute__((always_inline))
+
+#define FBX__OC_MB 32 /* output channels per block (2 zmm) */
+#define FBX__OC_QMAX 14 /* output positions per tile: 28 accumulators + 2 W registers of 32 */
+#define FBX__OC_TAPS 144 /* taps per K chunk (whole input channels, at least one) */
+
+/* One tile: Q positions x 32 channels. x: the chunk's first plane at the
+ * tile's first input position; toff[t]: tap t's offset (channel plane, kh,
+ * kw); w: the chunk's packed W rows (ntaps, 32); t: the tile's (Q, 32) slice
+ * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
+FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
+                                 const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
+                                 int acc, const float *pf) {
+  /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
+   * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
+  const int Q = R * Q0;
+  __m512 c0[FBX__OC_QMAX], c1[FBX__OC_QMAX];
+  if (acc) {
+    _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
+      c0[q] = _mm512_load_ps(t + q * 32);
+      c1[q] = _mm512_load_ps(t + q * 32 + 16);
+    }
+  } else {
+    __m512 b0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+    __m512 b1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+    _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) c0[q] = b0, c1[q] = b1;
+  }
+  for (int64_t k = 0; k < ntaps; k++) {
+    const float *xt = x + toff[k], *xt1 = xt + xrow;
+    const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
+    if (pf) { /* the next chunk's W row k into L2 (see fbx__oc_task) */
+      _mm_prefetch((const char *)(pf + k * 32), _MM_HINT_T1);
+      _mm_prefetch((const char *)(pf + k * 32 + 16), _MM_HINT_T1);
+    }
+    _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
+      const __m512 xv = _mm512_set1_ps(q < Q0 ? xt[q * S] : xt1[(q - Q0) * S]);
+      c0[q] = _mm512_fmadd_ps(w0, xv, c0[q]);
+      c1[q] = _mm512_fmadd_ps(w1, xv, c1[q]);
+    }
+  }
+  _Pragma("GCC unroll 14") for (int q = 0; q < Q; q++) {
+    _mm512_store_ps(t + q * 32, c0[q]);
+    _mm512_store_ps(t + q * 32 + 16, c1[q]);
+  }
+}
+
+typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
+                                float *t, const float *bias, int acc, const float *pf);
+
+#define FBX__OC_DEF(Q, S)                                                                                    \
+  static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                             const float *w, float *t, const float *bias, int acc,           \
+                                             const float *pf) {                                              \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+  }                                                                                                          \
+  static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                              const float *w, float *t, const float *bias, int acc,          \
+                                              const float *pf) {                                             \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+  }
+#define FBX__OC_DEF1(Q, S)                                                                                   \
+  static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
+                                             const float *w, float *t, const float *bias, int acc,           \
+                                             const float *pf) {                                              \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+  }
+#define FBX__OC_DEF_S(S)                                                                                     \
+  FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
+  FBX__OC_DEF(7, S) FBX__OC_DEF1(8, S) FBX__OC_DEF1(9, S) FBX__OC_DEF1(10, S) FBX__OC_DEF1(11, S)          \
+  FBX__OC_DEF1(12, S) FBX__OC_DEF1(13, S) FBX__OC_DEF1(14, S)
+FBX__OC_DEF_S(1)
+FBX__OC_DEF_S(2)
+
+#define FBX__OC_ROW(S)                                                                                       \
+  {fbx__oc_tile_1_##S,  fbx__oc_tile_2_##S,  fbx__oc_tile_3_##S,  fbx__oc_tile_4_##S,  fbx__oc_tile_5_##S,  \
+   fbx__oc_tile_6_##S,  fbx__oc_tile_7_##S,  fbx__oc_tile_8_##S,  fbx__oc_tile_9_##S,  fbx__oc_tile_10_##S, \
+   fbx__oc_tile_11_##S, fbx__oc_tile_12_##S, fbx__oc_tile_13_##S, fbx__oc_tile_14_##S}
+static const fbx__oc_tile_fn fbx__oc_tiles[2][FBX__OC_QMAX] = {FBX__OC_ROW(1), FBX__OC_ROW(2)};
+#define FBX__OC_ROW2(S)                                                                                      \
+  {fbx__oc_tile2_1_##S, fbx__oc_tile2_2_##S, fbx__oc_tile2_3_##S, fbx__oc_tile2_4_##S, fbx__oc_tile2_5_##S, \
+   fbx__oc_tile2_6_##S, fbx__oc_tile2_7_##S}
+static const fbx__oc_tile_fn fbx__oc_tiles2[2][FBX__OC_QMAX / 2] = {FBX__OC_ROW2(1), FBX__OC_ROW2(2)};
+
+/* ---- W packing (once per node, into its state) ---- */
+
+/* FUSEBOX_CONV_OC=0 turns the path off (A/B runs in one build); read once */
+static bool fbx__oc_enabled(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC");
+    s = !(e && e[0] == '0');
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
+  const fbx_cpu_conv_state *st = state;
+  if (!st || st->oc_failed || !fbx_cpu_avx512_enabled() || !fbx__oc_enabled()) return false;
+  const int64_t KV = g->k[1] * g->k[2];
+  if (g->G != 1 || st->M != g->M || st->K != g->C * KV) return false;
+  if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1) return false; /* 2D only */
+  if (g->s[2] < 1 || g->s[2] > 2 || g->pb[1] < 0 || g->pb[2] < 0) return false;
+  if (KV == 1 && g->s[1] == 1 && g->s[2] == 1) return false; /* 1x1 stride 1: the packed 1x1 GEMM */
+  /* channels past M in the last 32-channel block are computed and dropped: at most 1/8 of the work,
+     unless the conv has so few taps (C * KV < 32: a stem on RGB) that the positions-in-lanes kernel
+     runs its K loop nearly empty. PP-OCR det's 96->24 3x3 convs at 160x160 (25% dropped) ran 5%
+     slower here than on the direct kernel; its 3->16 stem 10% faster */
+  const int64_t padded = (g->M + FBX__OC_MB - 1) / FBX__OC_MB * FBX__OC_MB;
+  if ((padded - g->M) * 8 > padded && g->C * KV >= 32) return false;
+  /* the padded planes and the tap offsets in int32 */
+  const int64_t PH = (g->out[1] - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
+  const int64_t PW = (g->out[2] - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
+  return g->C * PH * PW < INT32_MAX / 2;
+}
+
+/* wo[mb][c][kh][kw][32] = W[mb*32 + j][c][kh][kw] (0 past M) */
+static fbx_status *fbx__oc_pack(fbx_cpu_conv_state *st, const float *w, int64_t C, int64_t KV) {
+  const int64_t M = st->M, nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB;
+  float *wo = fbx_malloc_aligned((size_t)(nmb * C * KV * FBX__OC_MB) * sizeof(float));
+  if (!wo) return FBX_ERR_OOM();
+  for (int64_t mb = 0; mb < nmb; mb++)
+    for (int64_t r = 0; r < C * KV; r++) {
+      float *d = wo + (mb * C * KV + r) * FBX__OC_MB;
+      for (int64_t j = 0; j < FBX__OC_MB; j++) {
+        const int64_t m = mb * FBX__OC_MB + j;
+        d[j] = m < M ? w[m * C * KV + r] : 0.f;
+      }
+    }
+  st->wo = wo;
+  return NULL;
+}
+
+/* ---- the run ---- */
+
+typedef struct fbx__oc_job {
+  const fbx_cpu_conv_geom *g;
+  const float *x;     /* (C, IH, IW) of image n */
+  float *xp;          /* (C, PH, PW) zero-padded planes (+ slack) */
+  const float *xs;    /* what the tiles read: xp, or x itself when no padding is needed */
+  int64_t rs, ps;     /* its row and plane strides */
+  const float *wo, *wo_end; /* packed W (nmb, C, KV, 32) */
+  const float *bias;  /* (M) or NULL */
+  const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
+  float *tbuf;        /* per worker: (rt * OW, 32) */
+  float *y;           /* (M, OS) of image n */
+  int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
+  int64_t cc;          /* input channels per K chunk */
+  fbx_cpu_epi *epi;
+} fbx__oc_job;
+
+/* planes [c0, c1) of xp */
+static void fbx__oc_pad_task(void *arg, int64_t c0, int64_t c1, int worker) {
+  (void)worker;
+  const fbx__oc_job *j = arg;
+  const fbx_cpu_conv_geom *g = j->g;
+  const int64_t IH = g->in[1], IW = g->in[2], PH = j->PH, PW = j->PW, pt = g->pb[1], pl = g->pb[2];
+  /* input columns that land inside the plane: pl + iw < PW */
+  const int64_t ncol = IW < PW - pl ? IW : PW - pl;
+  for (int64_t c = c0; c < c1; c++) {
+    float *dp = j->xp + c * PH * PW;
+    for (int64_t i = 0; i < PH; i++) {
+      float *d = dp + i * PW;
+      const int64_t ih = i - pt;
+      if (ih < 0 || ih >= IH || ncol <= 0) {
+        memset(d, 0, (size_t)PW * sizeof(float));
+        continue;
+      }
+      memset(d, 0, (size_t)pl * sizeof(float));
+      memcpy(d + pl, j->x + (c * IH + ih) * IW, (size_t)ncol * sizeof(float));
+      if (pl + ncol < PW) memset(d + pl + ncol, 0, (size_t)(PW - pl - ncol) * sizeof(float));
+    }
+  }
+}
+
+/* 16 x 16 floats: r[i] lane j -> r[j] lane i (4 rounds of 2-input shuffles, 64 in all: 0.25 a float) */
+FBX__OC_INLINE void fbx__oc_tr16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 16; i += 2) { /* 32-bit pairs */
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) { /* 64-bit pairs */
+    u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  /* now each 128-bit lane of u holds a transposed 4x4 block; move block (a, l) to (l, a) */
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(u[i], u[i + 4], 0x88);      /* lanes 0, 2 of u[i], 0, 2 of u[i+4] */
+    t[i + 4] = _mm512_shuffle_f32x4(u[i], u[i + 4], 0xdd);  /* lanes 1, 3 */
+    t[i + 8] = _mm512_shuffle_f32x4(u[i + 8], u[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(u[i + 8], u[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 4; i++) {
+    u[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    u[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    u[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+    u[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 16; i++) r[i] = u[i]; /* (checked by simulating the four rounds on (row, lane) labels) */
+}
+
+/* T (np positions, 32 channels) -> y[m * ldy + p] for m < mn: 16 x 16 blocks
+ * through registers, a last partial block of positions by masked stores */
+FBX__OC_INLINE void fbx__oc_untile(const float *T, int64_t np, int64_t mn, float *y, int64_t ldy) {
+  for (int64_t mb = 0; mb < mn; mb += 16) {
+    const int64_t mc = mn - mb < 16 ? mn - mb : 16;
+    for (int64_t p = 0; p < np; p += 16) {
+      const int64_t pc = np - p < 16 ? np - p : 16;
+      const __mmask16 mk = (__mmask16)(pc >= 16 ? 0xFFFF : (1u << pc) - 1u);
+      __m512 r[16];
+      for (int i = 0; i < 16; i++) r[i] = i < pc ? _mm512_load_ps(T + (p + i) * FBX__OC_MB + mb) : _mm512_setzero_ps();
+      fbx__oc_tr16(r);
+      for (int64_t m = 0; m < mc; m++) _mm512_mask_storeu_ps(y + (mb + m) * ldy + p, mk, r[m]);
+    }
+  }
+}
+
+/* tasks: (channel block mb, row group rg), mb-major so a worker's
+ * consecutive tasks reuse the block's W from L2 */
+static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) {
+  const fbx__oc_job *j = arg;
+  const fbx_cpu_conv_geom *g = j->g;
+  const int64_t C = g->C, M = g->M, OH = g->out[1], OW = g->out[2], OS = OH * OW;
+  const int64_t sh = g->s[1], sw = g->s[2], PW = j->rs, PHW = j->ps, KV = j->KV;
+  float *T = j->tbuf + (size_t)worker * (size_t)j->tstride;
+  /* tiles along a row: nq of width Q, the last one narrower */
+  const int64_t nq = (OW + FBX__OC_QMAX - 1) / FBX__OC_QMAX, Q = (OW + nq - 1) / nq;
+  const fbx__oc_tile_fn *tiles = fbx__oc_tiles[sw - 1];
+  for (int64_t task = t0; task < t1; task++) {
+    const int64_t mb = task / j->nrg, rg = task % j->nrg;
+    const int64_t oh0 = rg * j->rt, oh1 = oh0 + j->rt < OH ? oh0 + j->rt : OH;
+    const int64_t m0 = mb * FBX__OC_MB, mn = M - m0 < FBX__OC_MB ? M - m0 : FBX__OC_MB;
+    float bb[FBX__OC_MB] = {0};
+    const float *bias = NULL;
+    if (j->bias) {
+      memcpy(bb, j->bias + m0, (size_t)mn * sizeof(float));
+      bias = bb;
+    }
+    for (int64_t c0 = 0; c0 < C; c0 += j->cc) {
+      const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
+      const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
+      const float *xc = j->xs + c0 * PHW;
+      /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
+         W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
+         W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
+      const float *pf = wc + cn * KV * FBX__OC_MB;
+      if (pf >= j->wo_end) pf = NULL;
+      for (int64_t oh = oh0; oh < oh1; oh++) {
+        const float *xr = xc + oh * sh * PW;
+        float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
+        if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
+          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0, pf);
+          pf = NULL;
+          oh++;
+          continue;
+        }
+        for (int64_t ow = 0; ow < OW; ow += Q) {
+          const int64_t q = OW - ow < Q ? OW - ow : Q;
+          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0, pf);
+          pf = NULL;
+        }
+      }
+    }
+    /* T (positions, 32) -> Y rows (m, oh0..oh1), then the epilogue per channel */
+    fbx__oc_untile(T, (oh1 - oh0) * OW, mn, j->y + m0 * OS + oh0 * OW, OS);
+    for (int64_t m = 0; m < mn; m++)
+      fbx_cpu_epi_apply(j->epi, j->ybase + (m0 + m) * OS + oh0 * OW, j->ybase + (m0 + m) * OS + oh1 * OW, worker);
+  }
+}
+
+fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
+                                int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info) {
+  fbx_cpu_conv_state *st = state;
+  const int64_t C = g->C, M = g->M, KH = g->k[1], KW = g->k[2], KV = KH * KW;
+  const int64_t OH = g->out[1], OW = g->out[2], OS = OH * OW;
+  const int64_t PH = (OH - 1) * g->s[1] + (KH - 1) * g->d[1] + 1, PW = (OW - 1) * g->s[2] + (KW - 1) * g->d[2] + 1;
+  if (!st->wo) { /* first run on this path: pack W once (allocation outside the steady state) */
+    fbx_status *s = fbx__oc_pack(st, in[1].data, C, KV);
+    if (s) { /* out of memory: this node stays on the other paths */
+      fbx_status_free(s);
+      st->oc_failed = true;
+      return fbx_cpu_conv_direct_ok(g) ? fbx_cpu_conv_direct_run(c, node, in, n_in, out, g, info)
+                                       : fbx_cpu_conv_tiled_run(c, node, in, n_in, out, g, info);
+    }
+  }
+  const int64_t nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB, nt = c->threads > 1 ? c->threads : 1;
+  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there
+   * are >= 4 tasks per thread (or single rows) */
+  int64_t rt = 512 / OW;
+  if (rt < 1) rt = 1;
+  if (rt > OH) rt = OH;
+  while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
+  const int64_t nrg = (OH + rt - 1) / rt;
+  const int64_t tstride = (rt * OW * FBX__OC_MB + 15) / 16 * 16;
+  /* no padding at the start and the taps stay inside X (ResNet's 1x1 stride-2 projections): the tiles
+     read X itself, no copy */
+  const bool direct = g->pb[1] == 0 && g->pb[2] == 0 && PH <= g->in[1] && PW <= g->in[2];
+  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : PH * PW;
+  const int64_t xp_n = direct ? 0 : (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  const int64_t toff_n = (cc * KV + 15) / 16 * 16;
+  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)tstride * (size_t)nt) * sizeof(float);
+  void *mem = NULL;
+  fbx_cpu_epi epi;
+  FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
+  if (!mem) return FBX_ERR_OOM();
+  float *xp = mem;
+  int32_t *toff = (int32_t *)(xp + xp_n);
+  float *tbuf = xp + xp_n + toff_n;
+  if (!direct) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  for (int64_t ci = 0; ci < cc; ci++)
+    for (int64_t kh = 0; kh < KH; kh++)
+      for (int64_t kw = 0; kw < KW; kw++)
+        toff[(ci * KH + kh) * KW + kw] = (int32_t)(ci * ps + kh * g->d[1] * rs + kw * g->d[2]);
+  const float *b = fbx_cpu_present(in, n_in, 2) ? in[2].data : NULL;
+  info->variant = "conv_oc_avx512";
+  info->reason = "2D, constant W: W packed in 32-channel blocks, X zero-padded, 14 positions x 32 channels "
+                 "per AVX-512 tile";
+  for (int64_t n = 0; n < g->N; n++) {
+    const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
+    fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf,
+                     .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
+                     .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
+    if (direct)
+      ; /* nothing to copy */
+    else if (C * PH * PW > 32768 && nt > 1)
+      fbx_cpu_par(c, C, 1, fbx__oc_pad_task, &j);
+    else
+      fbx__oc_pad_task(&j, 0, C, 0);
+    if (nmb * nrg > 1)
+      fbx_cpu_par(c, nmb * nrg, 1, fbx__oc_task, &j);
+    else
+      fbx__oc_task(&j, 0, 1, 0);
+  }
+  return fbx_cpu_epi_end(&epi);
+}
