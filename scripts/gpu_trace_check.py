@@ -59,7 +59,11 @@ def main():
             span[v] = span.get(v, 0.0) + a["span_us"]
             idle[v] = idle.get(v, 0.0) + a["idle_us"]
             mode.add(a.get("attribution", "?"))
-    evals = sorted(v for v in busy if busy[v] > 0)
+    # evals recorded per kernel (FUSEBOX_GPU_DETAIL: the first ones)
+    per_kernel = {k["args"].get("eval") for k in kernels}
+    evals = sorted(v for v in busy if busy[v] > 0 and v in per_kernel)
+    print("      device-side evals: %d per kernel, %d as whole graph replays" %
+          (len(evals), sum(1 for v in busy if busy[v] > 0 and v not in per_kernel)))
     if evals:
         r = sorted(op_nodes[v] / busy[v] for v in evals)
         ra = sorted(op_all[v] / busy[v] for v in evals)
@@ -85,8 +89,28 @@ def main():
     for l in top:
         print("      " + l.strip())
     for l in err.splitlines():
-        if l.strip().startswith("gpu:") or "busy attributed to nodes" in l:
+        if l.strip().startswith("gpu:") or "busy attributed to nodes" in l or "device records of" in l:
             print("      " + l.strip())
+    # 6. device time is real: each device-side eval lies inside its host eval's window (after the
+    #    previous eval's launches, before the next eval's start: each run waits for its device work;
+    #    evals count from 1 in host order), so no kernel record carries another run's timestamps
+    hs = sorted((e["ts"], e.get("dur", 0)) for e in evs if e.get("name") == "fusebox.eval" and
+                e.get("cat") == "device" and "side" not in e.get("args", {}))
+    host = [t for t, _ in hs]
+    bad = []
+    for e in evs:
+        a = e.get("args", {})
+        if e.get("cat") == "device" and e.get("name") == "fusebox.eval" and a.get("side") == "device":
+            v = a["eval"]
+            if v < 1 or v > len(host):
+                bad.append((v, "no host eval"))
+                continue
+            lo = hs[v - 2][0] + hs[v - 2][1] if v >= 2 else float("-inf")
+            hi = host[v] if v < len(host) else float("inf")
+            if e["ts"] < lo or e["ts"] + e.get("dur", 0) > hi:
+                bad.append((v, "device %.1f..%.1f us outside host %.1f..%.1f" % (e["ts"], e["ts"] + e.get("dur", 0), lo, hi)))
+    check(not bad, "6. every device-side eval inside its host eval's window (%d outside%s)" %
+          (len(bad), ("; first: eval %d %s" % bad[0]) if bad else ""))
     # 5. the capture file: exactly one eval's kernels
     cap = json.load(open(capture))["traceEvents"]
     ck = [e for e in cap if e.get("cat") == "gpu.kernel"]

@@ -4,7 +4,9 @@
  * Per eval (one plan run) on a backend with obs members, when FUSEBOX_TRACE
  * or FUSEBOX_GPU_CAPTURE is set:
  *   begin: the eval's number; activity recording on (FUSEBOX_TRACE: from the
- *          first eval on; capture only: for the captured eval); the eval tag;
+ *          first eval on; capture only: for the captured eval) for the first
+ *          FUSEBOX_GPU_DETAIL evals (up to the captured one; all with ORT's
+ *          profiler on), then off; the eval tag;
  *          cudaProfilerStart for the captured eval;
  *   steps: each traced step that enqueues work (not a dry pass) tags it with
  *          its trace site (a pointer the trace owns; the backend sees an
@@ -34,6 +36,7 @@
 #include "../trace/trace_profiler.h"
 
 static int g_recording;                /* activity recording is on (process-wide: the profiler is) */
+static int g_detail;                   /* its records are on (off after FUSEBOX_GPU_DETAIL evals) */
 static int g_failed;                   /* enabling failed once: not retried, said once */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static fbx_backend *g_total_be;        /* the backend whose total memory is cached */
@@ -66,9 +69,11 @@ static int g_sink;    /* records reach the trace through the backend's sink (exe
 
 static void on_record(void *ctx, const fbx_device_activity *r) {
   if (ctx) ((drain_ctx *)ctx)->n++;
+  const uint64_t eval = tag_eval(r->tag);
+  if (eval && !fbx_trace_gpu_eval_in_window(eval)) return; /* the lead-out's (FUSEBOX_GPU_DETAIL) */
   uintptr_t v = (uintptr_t)(r->tag & TAG_SITE_MASK);
   fbx_trace_gpu_act a = {.kind = r->kind, .name = r->name, .start_ns = r->start_ns, .end_ns = r->end_ns,
-                         .stream = r->stream, .correlation = r->correlation, .eval = tag_eval(r->tag),
+                         .stream = r->stream, .correlation = r->correlation, .eval = eval,
                          .site = (v & 1) ? NULL : (fbx_trace_op_site *)v,
                          .map = (v & 1) ? (const fbx_trace_gpu_map *)(v & ~(uintptr_t)1) : NULL,
                          .registers = r->registers, .shared_bytes = r->shared_bytes, .bytes = r->bytes,
@@ -92,6 +97,22 @@ static void drain(fbx_backend *be, bool flush) {
   fbx_trace_gpu_drained(flush);
 }
 
+/* Device records off once the window of detailed evals (FUSEBOX_GPU_DETAIL)
+ * and the eval after it are over: the backend's recording switched off once
+ * (CUPTI: kinds and launch callbacks), never back on: a replayed kernel's
+ * record gets its end time from that graph node's next recorded run, so the
+ * eval after the window is recorded and its records dropped (on_record).
+ * Process-wide, as recording is. */
+static void detail_off(fbx_backend *be) {
+  pthread_mutex_lock(&g_mu);
+  if (g_recording && g_detail) {
+    fbx_status *st = be->vt->obs->activity_enable(be, false);
+    if (st) fbx_status_free(st);
+    else g_detail = 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
 static bool recording_on(fbx_backend *be) {
   const fbx_backend_obs *o = be->vt->obs;
   pthread_mutex_lock(&g_mu);
@@ -103,6 +124,7 @@ static bool recording_on(fbx_backend *be) {
       fbx_status_free(st);
     } else {
       g_recording = 1;
+      g_detail = 1;
       if (o->activity_sink) { /* records go to the trace on the profiling library's thread */
         o->activity_sink(be, on_record, NULL);
         g_sink = 1;
@@ -131,6 +153,8 @@ void fbx__gpuobs_begin_slow(fbx_backend *be, fbx__gpuobs_eval *e) {
   e->capture = capture;
   if (f & FBX_TRACE_F_PROFILER) fbx_trace_profiler_eval_parent(eval); /* its records' link to ORT's node event */
   bool rec = recording_on(be);
+  /* the window of FUSEBOX_GPU_DETAIL and its lead-out over: recording off */
+  if (!fbx_trace_gpu_eval_detailed(eval) && !fbx_trace_gpu_eval_lead_out(eval) && rec) detail_off(be);
   if (capture && o->profiler_range) {
     fbx_status *st = o->profiler_range(be, true);
     if (st) {

@@ -219,6 +219,15 @@ void fbx_trace_sample_gpu(const char *bus_id, size_t engine_bytes, size_t total_
 /* Starts an eval on a device backend: returns its number (from 1), with
  * *capture true when it is the eval FUSEBOX_GPU_CAPTURE asks for. */
 uint64_t fbx_trace_gpu_eval_begin(bool *capture);
+/* Whether eval (fbx_trace_gpu_eval_begin's number) has its device work recorded:
+ * the first FUSEBOX_GPU_DETAIL evals (default 16; 'all'), up to the captured one,
+ * every eval with ORT's profiler on. Counted for the summary: ask once per eval. */
+bool fbx_trace_gpu_eval_detailed(uint64_t eval);
+/* The same without counting: whether eval's device records are kept. */
+bool fbx_trace_gpu_eval_in_window(uint64_t eval);
+/* Whether eval is the one right after the window: recorded (so that the last
+ * kept eval's records are complete), its records dropped. */
+bool fbx_trace_gpu_eval_lead_out(uint64_t eval);
 /* One device record: a kernel slice on the GPU track of its stream (name,
  * grid, block, registers, shared memory, node), a copy or memset slice, and
  * per eval a device-side fusebox.eval slice enclosing per-node op.device
@@ -324,6 +333,9 @@ static inline void fbx_trace_sample_gpu(const char *bus_id, size_t engine_bytes,
   (void)bus_id; (void)engine_bytes; (void)total_bytes;
 }
 static inline uint64_t fbx_trace_gpu_eval_begin(bool *capture) { *capture = false; return 0; }
+static inline bool fbx_trace_gpu_eval_detailed(uint64_t eval) { (void)eval; return false; }
+static inline bool fbx_trace_gpu_eval_in_window(uint64_t eval) { (void)eval; return false; }
+static inline bool fbx_trace_gpu_eval_lead_out(uint64_t eval) { (void)eval; return false; }
 static inline void fbx_trace_gpu_activity(const fbx_trace_gpu_act *a) { (void)a; }
 static inline void fbx_trace_gpu_drained(bool final) { (void)final; }
 static inline int fbx_trace_gpu_capture_write(void) { return 0; }

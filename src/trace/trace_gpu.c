@@ -88,7 +88,57 @@ static int64_t g_cap_eval = -1;     /* FUSEBOX_GPU_CAPTURE_EVAL (index from 0), 
 static uint64_t g_cap_seq;          /* the captured eval's number, once it began */
 static uint64_t g_evals;            /* evals begun (atomic) */
 
+/* FUSEBOX_GPU_DETAIL=<n>|all: device records (kernels, copies, memsets) for evals 0..n-1
+ * (default FBX__GPU_DETAIL_DEFAULT), extended to the captured eval, none after: per-kernel
+ * records cost the device time of every launch they time (about +60% on a replayed graph of
+ * ~1 us kernels, measured on the H200). A window rather than every n-th eval: a replayed
+ * kernel's record gets its end time from that graph node's next recorded run (CUPTI on the
+ * H200, measured: switched back on after 16 evals, a 2 us kernel lasted 20 ms), so the eval
+ * after the window (the lead-out) is recorded too and its records dropped, and recording
+ * stays off after it; switching to whole-graph records (GRAPH_TRACE) mid-run instead crashed
+ * the process in our one try (not investigated). */
+#define FBX__GPU_DETAIL_DEFAULT 16
+static int64_t g_detail_n = FBX__GPU_DETAIL_DEFAULT; /* -1: all */
+static uint64_t g_detailed;                           /* evals with per-kernel records (atomic) */
+
+static void detail_env(void) {
+  const char *e = getenv("FUSEBOX_GPU_DETAIL");
+  if (!e || !*e) return;
+  char *end = NULL;
+  long long v = strtoll(e, &end, 10);
+  if (!strcmp(e, "all")) g_detail_n = -1;
+  else if (end && *end == '\0' && v >= 0) g_detail_n = v;
+  else fprintf(stderr, "[fusebox] FUSEBOX_GPU_DETAIL=%s is not a count or 'all'; per-kernel records for the first %lld evals\n",
+               e, (long long)g_detail_n);
+}
+
+/* The index of the first eval after the window, -1: no end (all, or ORT's profiler on). */
+static int64_t window_end(void) {
+  const int f = fbx_trace_flags();
+  if (g_detail_n < 0 || (f & FBX_TRACE_F_PROFILER)) return -1;
+  int64_t end = g_detail_n;
+  if ((f & FBX_TRACE_F_GPU_CAPTURE) && g_cap_eval >= end) end = g_cap_eval + 1;
+  return end;
+}
+
+bool fbx_trace_gpu_eval_in_window(uint64_t eval) {
+  const int64_t end = window_end();
+  return end < 0 || (int64_t)eval - 1 < end;
+}
+
+bool fbx_trace_gpu_eval_detailed(uint64_t eval) {
+  const bool on = fbx_trace_gpu_eval_in_window(eval);
+  if (on) __atomic_fetch_add(&g_detailed, 1, __ATOMIC_RELAXED);
+  return on;
+}
+
+bool fbx_trace_gpu_eval_lead_out(uint64_t eval) {
+  const int64_t end = window_end();
+  return end >= 0 && (int64_t)eval - 1 == end;
+}
+
 int fbx__trace_gpu_env(void) {
+  detail_env();
   const char *p = getenv("FUSEBOX_GPU_CAPTURE");
   if (!p || !*p) return 0;
   const char *e = getenv("FUSEBOX_GPU_CAPTURE_EVAL");
@@ -782,6 +832,15 @@ void fbx__trace_gpu_summary(fbx__sbuf *o) {
              (double)g_tot.by_how[HOW_CAPTURE] / 1e3, (double)g_tot.by_how[HOW_UNSPLIT] / 1e3,
              (double)g_tot.by_how[HOW_NONE] / 1e3, g_mode[0] ? g_mode : "backend");
     fbx__sbuf_puts(o, line);
+    const uint64_t all = __atomic_load_n(&g_evals, __ATOMIC_RELAXED);
+    const uint64_t det = __atomic_load_n(&g_detailed, __ATOMIC_RELAXED);
+    if (det < all) {
+      snprintf(line, sizeof line,
+               "           device records for %llu of %llu evals (FUSEBOX_GPU_DETAIL=%lld: the first ones; 'all' for "
+               "every eval): device times above are theirs\n",
+               (unsigned long long)det, (unsigned long long)all, (long long)g_detail_n);
+      fbx__sbuf_puts(o, line);
+    }
   }
   pthread_mutex_unlock(&g_mu);
   pthread_mutex_lock(&g_rec_mu);

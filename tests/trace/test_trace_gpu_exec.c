@@ -25,7 +25,8 @@ int main(void) {
 #include "exec/exec_compiled.h"
 #include "exec/exec_gpuobs.h"
 
-enum { D = 8, RUNS = 4 };
+enum { D = 8, RUNS = 4, RUNS_MAX = 16 };
+static int g_runs = RUNS; /* FBX_TEST_RUNS */
 static float W[D * D], B[D], X[2 * D];
 
 /* ---- the stand-in device ---- */
@@ -34,6 +35,7 @@ static const fbx_backend_vtable *g_cpu_vt;
 static __thread uint64_t tl_tag;
 static fbx_device_activity g_q[256];
 static int g_nq, g_enables, g_disables, g_tags;
+static int g_on; /* recording enabled: only then does a "kernel" leave a record, as with CUPTI */
 static int g_prof_start = -1, g_prof_stop = -1, g_prof_calls; /* at which eval (run index) */
 static int g_run;                                               /* run index of the test loop */
 static uint64_t g_dev_clock;                                    /* the fake device's clock, ns */
@@ -49,7 +51,7 @@ static void *deliver(void *a) {
 static fbx_status *fake_run_node(fbx_backend *be, const fbx_ir_node *n, void *state, const fbx_tensor *in, int n_in,
                                  fbx_tensor *out, int n_out, fbx_kernel_info *info) {
   fbx_status *st = g_cpu_vt->run_node(be, n, state, in, n_in, out, n_out, info);
-  if (st || !tl_tag || g_nq == 256) return st;
+  if (st || !tl_tag || !g_on || g_nq == 256) return st;
   uint64_t d = n->op == FBX_IR_OP_MATMUL ? 10000 : 3000;
   if (!g_dev_clock) g_dev_clock = fbx_trace_now_ns();
   fbx_device_activity a = {.kind = FBX_DEVACT_KERNEL, .name = n->op == FBX_IR_OP_MATMUL ? "k_matmul" : "k_add",
@@ -70,6 +72,7 @@ static fbx_status *fake_run_node(fbx_backend *be, const fbx_ir_node *n, void *st
 static fbx_status *fake_enable(fbx_backend *be, bool on) {
   (void)be;
   on ? g_enables++ : g_disables++;
+  g_on = on;
   return NULL;
 }
 static void fake_tag(fbx_backend *be, uint64_t tag) {
@@ -138,7 +141,9 @@ static int child_exec(void) {
   outs o = {0};
   fbx_tensor in = {.dtype = FBX_DTYPE_F32, .rank = 2, .dims = {2, D}, .data = X};
   int rc = 0;
-  for (g_run = 0; g_run < RUNS && !rc; g_run++) {
+  if (getenv("FBX_TEST_RUNS")) g_runs = atoi(getenv("FBX_TEST_RUNS"));
+  if (g_runs < 1 || g_runs > RUNS_MAX) return 20;
+  for (g_run = 0; g_run < g_runs && !rc; g_run++) {
     fbx_trace_session_bind(s);
     fbx_exec_run_report r;
     fbx_status *st = fbx_exec_compiled_run(c, &in, 1, out_fn, &o, &r);
@@ -162,9 +167,12 @@ static int child_exec(void) {
   cpu->vt = g_cpu_vt;
   fbx_backend_destroy(cpu);
   bool capture = getenv("FUSEBOX_GPU_CAPTURE") != NULL, trace = getenv("FUSEBOX_TRACE") != NULL;
-  if (!rc && capture && (g_prof_calls != 2 || g_prof_start != 2 || g_prof_stop != 2)) rc = 15;
+  const int prof_at = getenv("FBX_TEST_PROF_AT") ? atoi(getenv("FBX_TEST_PROF_AT")) : 2; /* the captured run */
+  if (!rc && capture && (g_prof_calls != 2 || g_prof_start != prof_at || g_prof_stop != prof_at)) rc = 15;
   if (!rc && !capture && g_prof_calls) rc = 16;
   if (!rc && trace && g_enables != 1) rc = 17;
+  const int want_offs = getenv("FBX_TEST_DETAIL_OFFS") ? atoi(getenv("FBX_TEST_DETAIL_OFFS")) : 0;
+  if (!rc && trace && g_disables != want_offs) rc = 21; /* switched off once, after the window */
   if (!rc && !trace && !capture && (g_enables || g_tags)) rc = 18; /* off: no recording, no tags */
   if (!rc && sink && trace && (g_sinks != 1 || g_nq)) rc = 19; /* the sink was set once, nothing queued */
   if (rc) fprintf(stderr, "child: rc %d (profiler %d calls, start %d stop %d; %d enables, %d tags)\n", rc, g_prof_calls,
@@ -242,6 +250,59 @@ static int exec_case(bool sink) {
 static int t_exec(void) { return exec_case(false); }
 /* the same with the backend's sink: records reach the trace as they are delivered, no drain */
 static int t_exec_sink(void) { return exec_case(true); }
+
+/* FUSEBOX_GPU_DETAIL=2 with the capture of eval index 3, over 7 runs: per-kernel records for
+ * eval indices 0-3 (the window extends to the captured eval), none after (index 4, the lead-out,
+ * is recorded and its records dropped; recording switched off once, at index 5), the capture file holds eval index 3's kernels, and the summary
+ * says how many evals the device times come from. */
+static int t_exec_detail_window(void) {
+  char *tr = path_of("exec_window.json"), *cap = path_of("exec_window_cap.json"), *err = path_of("exec_window.err");
+  const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), envv(1, "FUSEBOX_GPU_CAPTURE=%s", cap),
+                       "FUSEBOX_GPU_CAPTURE_EVAL=3", "FUSEBOX_GPU_DETAIL=2", "FBX_TEST_RUNS=7",
+                       "FBX_TEST_DETAIL_OFFS=1", "FBX_TEST_PROF_AT=3", NULL}; /* off at index 5, after the lead-out */
+  int rc = run_child("exec", env, err);
+  if (rc) {
+    char *e = slurp(err);
+    fprintf(stderr, "%s", e ? e : "");
+    free(e);
+  }
+  CHECK(rc == 0);
+  json_t *j = NULL, *c = NULL;
+  CHECK(load_ok(tr, &j));
+  int kernels[8] = {0}, dev_evals[8] = {0};
+  size_t i;
+  json_t *e;
+  json_array_foreach(events(j), i, e) {
+    const char *cat = str(e, "cat"), *nm = str(e, "name");
+    if (!cat || !nm) continue;
+    int64_t ev = arg_int(e, "eval");
+    if (!strcmp(cat, "gpu.kernel")) {
+      CHECK(ev >= 1 && ev <= 7);
+      kernels[ev]++;
+    } else if (!strcmp(cat, "device") && !strcmp(nm, "fusebox.eval") && arg_s(e, "side")) {
+      CHECK(ev >= 1 && ev <= 7);
+      dev_evals[ev]++;
+    }
+  }
+  for (int ev = 1; ev <= 7; ev++) /* eval number = index + 1 */
+    CHECK(kernels[ev] == (ev <= 4 ? 2 : 0) && dev_evals[ev] == (ev <= 4 ? 1 : 0));
+  char *se = slurp(err);
+  CHECK(se && strstr(se, "slowest ops (device time)") && strstr(se, "device records for 4 of 7 evals"));
+  free(se);
+  CHECK(load_ok(cap, &c));
+  int nk = 0;
+  json_array_foreach(events(c), i, e) {
+    const char *cat = str(e, "cat");
+    if (cat && !strcmp(cat, "gpu.kernel")) {
+      nk++;
+      CHECK(arg_int(e, "eval") == 4);
+    }
+  }
+  CHECK(nk == 2);
+  json_decref(j);
+  json_decref(c);
+  return 0;
+}
 
 static int t_exec_off(void) {
   const char *env[] = {NULL};
@@ -390,6 +451,7 @@ static const tcase k_cases[] = {
     {"cuda_attribution_two_nodes", t_cuda, "cuda", child_cuda},
     {"exec_attribution_capture", t_exec, "exec", child_exec},
     {"exec_attribution_sink", t_exec_sink, NULL, NULL},
+    {"exec_detail_window", t_exec_detail_window, NULL, NULL},
     {"exec_all_unset_no_recording", t_exec_off, NULL, NULL},
 };
 

@@ -420,6 +420,14 @@ static void fbx__kinds_disable(void) {
       g_cu.disable(fbx__kinds_extcorr[i]);
 }
 
+/* Callback mode: the launch callbacks on or off (off while recording is off: a subscribed
+ * CUPTI still costs every launch its callbacks). Under g_cu.mu. */
+static void fbx__callbacks_set(int on) {
+  if (g_cu.mode != FBX__CORR_CALLBACK) return;
+  for (size_t i = 0; i < FBX__N_LAUNCH_CBIDS; i++)
+    g_cu.enable_cb((uint32_t)on, g_cu.sub, fbx__launch_cbids[i].dom, fbx__launch_cbids[i].cbid);
+}
+
 static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
   (void)be;
   pthread_mutex_lock(&g_cu.mu);
@@ -444,6 +452,8 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
       fbx__corr_mode_pick();
       const char *gr = getenv("FUSEBOX_CUPTI_GRAPHS");
       g_cu.graphs_whole = gr && !strcmp(gr, "whole");
+    } else {
+      fbx__callbacks_set(1); /* switched off by an earlier activity_enable(false) */
     }
     if (g_cu.mode == FBX__CORR_EXTCORR)
       for (size_t i = 0; r == CUPTI_SUCCESS && i < sizeof fbx__kinds_extcorr / sizeof fbx__kinds_extcorr[0]; i++)
@@ -464,6 +474,7 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
     }
   } else if (!on && g_cu.enabled) {
     fbx__kinds_disable();
+    fbx__callbacks_set(0);
     g_cu.enabled = 0;
   }
   pthread_mutex_unlock(&g_cu.mu);
