@@ -184,6 +184,20 @@ static double arg_num(json_t *e, const char *k) { return json_number_value(json_
 static const char *arg_s(json_t *e, const char *k) { return json_string_value(json_object_get(json_object_get(e, "args"), k)); }
 static const char *str(json_t *e, const char *k) { return json_string_value(json_object_get(e, k)); }
 
+/* The kernel slices of a capture file, -1 when one belongs to another eval than eval (a number). */
+static int capture_kernels(json_t *c, int64_t eval) {
+  int nk = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(events(c), i, e) {
+    const char *cat = str(e, "cat");
+    if (!cat || strcmp(cat, "gpu.kernel")) continue;
+    if (arg_int(e, "eval") != eval) return -1;
+    nk++;
+  }
+  return nk;
+}
+
 static int exec_case(bool sink) {
   char *tr = path_of(sink ? "exec_sink.json" : "exec.json"), *cap = path_of(sink ? "exec_sink_cap.json" : "exec_cap.json");
   char *err = path_of(sink ? "exec_sink.err" : "exec.err");
@@ -233,15 +247,7 @@ static int exec_case(bool sink) {
   free(se);
   /* the capture file: eval index 2 = number 3, its two kernels only */
   CHECK(load_ok(cap, &c));
-  int nk = 0;
-  json_array_foreach(events(c), i, e) {
-    const char *cat = str(e, "cat");
-    if (cat && !strcmp(cat, "gpu.kernel")) {
-      nk++;
-      CHECK(arg_int(e, "eval") == 3);
-    }
-  }
-  CHECK(nk == 2);
+  CHECK(capture_kernels(c, 3) == 2);
   json_decref(j);
   json_decref(c);
   return 0;
@@ -290,15 +296,7 @@ static int t_exec_detail_window(void) {
   CHECK(se && strstr(se, "slowest ops (device time)") && strstr(se, "device records for 4 of 7 evals"));
   free(se);
   CHECK(load_ok(cap, &c));
-  int nk = 0;
-  json_array_foreach(events(c), i, e) {
-    const char *cat = str(e, "cat");
-    if (cat && !strcmp(cat, "gpu.kernel")) {
-      nk++;
-      CHECK(arg_int(e, "eval") == 4);
-    }
-  }
-  CHECK(nk == 2);
+  CHECK(capture_kernels(c, 4) == 2);
   json_decref(j);
   json_decref(c);
   return 0;
