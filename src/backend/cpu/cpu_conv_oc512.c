@@ -137,6 +137,21 @@ static bool fbx__oc_enabled(void) {
   return s;
 }
 
+/* FUSEBOX_CONV_OC_LOCAL (A/B runs and tests; read once): 0 the first version (one zero-padded copy
+   of X per image in a pass of its own, row groups halved until >= 4 tasks per thread); 1 the row
+   groups of fbx__oc_rows, X as in 0; 2 (default) as 1, and each task pads its own input rows when
+   that copies little (fbx_cpu_conv_oc_run); 3 as 2 with the task-local rows always */
+static int fbx__oc_local(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_LOCAL");
+    s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 2;
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
 bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
   const fbx_cpu_conv_state *st = state;
   if (!st || st->oc_failed || !fbx_cpu_avx512_enabled() || !fbx__oc_enabled()) return false;
@@ -186,6 +201,8 @@ typedef struct fbx__oc_job {
   const float *bias;  /* (M) or NULL */
   const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
   float *tbuf;        /* per worker: (rt * OW, 32) */
+  float *xl;          /* local mode: per worker, one K chunk's padded rows (cc, NR, PW) + slack */
+  int64_t xlstride, NR; /* floats between workers' xl; rows per plane in xl */
   float *y;           /* (M, OS) of image n */
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
   int64_t cc;          /* input channels per K chunk */
@@ -213,6 +230,25 @@ static void fbx__oc_pad_task(void *arg, int64_t c0, int64_t c1, int worker) {
       memcpy(d + pl, j->x + (c * IH + ih) * IW, (size_t)ncol * sizeof(float));
       if (pl + ncol < PW) memset(d + pl + ncol, 0, (size_t)(PW - pl - ncol) * sizeof(float));
     }
+  }
+}
+
+/* d[0, PW) = the row s shifted right by pl, zeros outside s[0, ncol) (s NULL: all zeros); masked
+ * 16-float moves (rows of 7..58 floats: memcpy / memset calls per row cost more than the copy) */
+FBX__OC_INLINE void fbx__oc_padrow(float *d, int64_t PW, const float *s, int64_t pl, int64_t ncol) {
+  for (int64_t p = 0; p < PW; p += 16) {
+    const int64_t n = PW - p < 16 ? PW - p : 16, lo = pl - p, hi = pl + ncol - p;
+    const uint32_t keep = n >= 16 ? 0xFFFFu : (1u << n) - 1u;
+    uint32_t valid = 0;
+    if (s && hi > 0 && lo < 16) {
+      valid = hi >= 16 ? 0xFFFFu : (1u << hi) - 1u;
+      if (lo > 0) valid &= ~((1u << lo) - 1u);
+    }
+    /* lanes outside valid are neither read nor faulted on; s + (p - pl) may lie before s: use the
+       integer address */
+    const float *src = s ? (const float *)((uintptr_t)s + (uintptr_t)((p - pl) * (int64_t)sizeof(float))) : d;
+    const __m512 v = _mm512_maskz_loadu_ps((__mmask16)(valid & keep), src);
+    _mm512_mask_storeu_ps(d + p, (__mmask16)keep, v);
   }
 }
 
@@ -269,6 +305,9 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   const int64_t C = g->C, M = g->M, OH = g->out[1], OW = g->out[2], OS = OH * OW;
   const int64_t sh = g->s[1], sw = g->s[2], PW = j->rs, PHW = j->ps, KV = j->KV;
   float *T = j->tbuf + (size_t)worker * (size_t)j->tstride;
+  float *xl = j->xl ? j->xl + (size_t)worker * (size_t)j->xlstride : NULL;
+  const int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2], KH = g->k[1];
+  const int64_t ncol = IW < PW - pl ? IW : PW - pl; /* input columns that land inside a padded row */
   /* tiles along a row: nq of width Q, the last one narrower */
   const int64_t nq = (OW + FBX__OC_QMAX - 1) / FBX__OC_QMAX, Q = (OW + nq - 1) / nq;
   const fbx__oc_tile_fn *tiles = fbx__oc_tiles[sw - 1];
@@ -286,13 +325,26 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
       const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
       const float *xc = j->xs + c0 * PHW;
+      if (xl) { /* local mode: this chunk's padded input rows, built here (in this core's L1/L2) */
+        const int64_t ih0 = oh0 * sh - pt, nr = (oh1 - oh0 - 1) * sh + (KH - 1) * g->d[1] + 1;
+        for (int64_t ci = 0; ci < cn; ci++) {
+          const float *xsrc = j->x + (c0 + ci) * IH * IW;
+          for (int64_t r = 0; r < nr; r++) {
+            const int64_t ih = ih0 + r;
+            fbx__oc_padrow(xl + (ci * j->NR + r) * PW, PW,
+                           ih < 0 || ih >= IH ? NULL : xsrc + ih * IW, pl, ncol);
+          }
+        }
+        xc = xl;
+      }
+      const int64_t rbase = xl ? oh0 : 0; /* xl holds rows from output row oh0's first tap row */
       /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
          W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
          W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
       const float *pf = wc + cn * KV * FBX__OC_MB;
       if (pf >= j->wo_end) pf = NULL;
       for (int64_t oh = oh0; oh < oh1; oh++) {
-        const float *xr = xc + oh * sh * PW;
+        const float *xr = xc + (oh - rbase) * sh * PW;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
         if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
           fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0, pf);
@@ -314,6 +366,43 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   }
 }
 
+/* Rows per task (local mode). The pool hands out chunks of ceil(n / (4 * nt)) consecutive tasks
+ * (cpu_pool.c) to whichever worker is free; a split's cost is the finish time of that greedy schedule,
+ * simulated, in output rows, plus for each 32-channel block a chunk touches the load of its W: a row
+ * of OW positions is OW * C * taps cycles of FMAs at 64 FLOP a cycle, the block's 128 * C * taps bytes
+ * at ~8 bytes a cycle from L3 / DRAM are 16 * C * taps cycles, half hidden by the prefetch: 8 / OW
+ * rows. The old rule (halve until >= 4 tasks a thread) gave ResNet's 56x56 layers 7 chunks at 2
+ * threads (one worker idle for a seventh of the run) and its 14x14 / 7x7 layers single-row tasks at
+ * 16 threads (each W block read by 7-14 tasks, from L3). */
+static int64_t fbx__oc_rows(int64_t nmb, int64_t OH, int64_t OW, int64_t rtmax, int64_t nt) {
+  if (nt <= 1) return rtmax;
+  const int64_t nw = nt < 256 ? nt : 256;
+  double fin[256];
+  int64_t best = rtmax;
+  double best_cost = 0;
+  for (int64_t rt = rtmax; rt >= 1; rt--) {
+    const int64_t nrg = (OH + rt - 1) / rt, n = nmb * nrg;
+    if (rt < rtmax && (OH + rt) / (rt + 1) == nrg) continue; /* the same number of groups as rt + 1 */
+    const int64_t target = nt * 4, chunk = (n + target - 1) / target;
+    for (int64_t i = 0; i < nw; i++) fin[i] = 0;
+    for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+      double work = 0;
+      for (int64_t t = t0; t < t0 + chunk && t < n; t++) {
+        const int64_t rg = t % nrg, r = OH - rg * rt < rt ? OH - rg * rt : rt;
+        work += (double)r + (t == t0 || rg == 0 ? 8.0 / (double)OW : 0.0);
+      }
+      int64_t w = 0;
+      for (int64_t i = 1; i < nw; i++)
+        if (fin[i] < fin[w]) w = i;
+      fin[w] += work;
+    }
+    double cost = 0;
+    for (int64_t i = 0; i < nw; i++) cost = fin[i] > cost ? fin[i] : cost;
+    if (rt == rtmax || cost < best_cost * 0.98) best = rt, best_cost = cost;
+  }
+  return best;
+}
+
 fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
                                 int n_in, fbx_tensor *out, const fbx_cpu_conv_geom *g, fbx_kernel_info *info) {
   fbx_cpu_conv_state *st = state;
@@ -332,19 +421,31 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   const int64_t nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB, nt = c->threads > 1 ? c->threads : 1;
   /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there
    * are >= 4 tasks per thread (or single rows) */
+  const int local = fbx__oc_local();
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
+  if (local)
+    rt = fbx__oc_rows(nmb, OH, OW, rt, nt);
+  else
+    while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
   const int64_t nrg = (OH + rt - 1) / rt;
   const int64_t tstride = (rt * OW * FBX__OC_MB + 15) / 16 * 16;
   /* no padding at the start and the taps stay inside X (ResNet's 1x1 stride-2 projections): the tiles
      read X itself, no copy */
   const bool direct = g->pb[1] == 0 && g->pb[2] == 0 && PH <= g->in[1] && PW <= g->in[2];
-  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : PH * PW;
-  const int64_t xp_n = direct ? 0 : (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  const int64_t cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  /* local mode: each worker pads the rows of one K chunk that its task reads (NR rows a plane) */
+  const int64_t NR = (rt - 1) * g->s[1] + (KH - 1) * g->d[1] + 1;
+  /* task-local rows copy each input row NR / (rt * sh) times per 32-channel block (once per task),
+     against once per image: worth it where that stays small (ResNet's 56x56 layers: 2 blocks, 2.6x;
+     its 7x7 ones, 16 blocks, ran 10-35% slower with it) */
+  const bool xlocal = !direct && (local == 3 || (local == 2 && nmb * NR <= 3 * rt * g->s[1]));
+  const int64_t xlstride = xlocal ? (cc * NR * PW + 64 + 15) / 16 * 16 : 0;
+  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : xlocal ? NR * PW : PH * PW;
+  const int64_t xp_n = direct || xlocal ? 0 : (C * PH * PW + 64 + 15) / 16 * 16;
   const int64_t toff_n = (cc * KV + 15) / 16 * 16;
-  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)tstride * (size_t)nt) * sizeof(float);
+  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)(tstride + xlstride) * (size_t)nt) * sizeof(float);
   void *mem = NULL;
   fbx_cpu_epi epi;
   FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
@@ -352,7 +453,9 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   float *xp = mem;
   int32_t *toff = (int32_t *)(xp + xp_n);
   float *tbuf = xp + xp_n + toff_n;
-  if (!direct) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  float *xl = xlocal ? tbuf + tstride * nt : NULL;
+  if (!direct && !xlocal) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  for (int64_t w = 0; xl && w < nt; w++) memset(xl + w * xlstride + cc * NR * PW, 0, 64 * sizeof(float));
   for (int64_t ci = 0; ci < cc; ci++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++)
@@ -364,11 +467,11 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .xl = xl, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
-    if (direct)
-      ; /* nothing to copy */
+    if (direct || xlocal)
+      ; /* nothing to copy (or each task pads its own rows) */
     else if (C * PH * PW > 32768 && nt > 1)
       fbx_cpu_par(c, C, 1, fbx__oc_pad_task, &j);
     else
