@@ -52,7 +52,7 @@
  * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
 FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
                                  const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
-                                 int acc, const float *pf) {
+                                 int acc, const float *pf, int64_t npf) {
   /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
    * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
   const int Q = R * Q0;
@@ -70,7 +70,7 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
   for (int64_t k = 0; k < ntaps; k++) {
     const float *xt = x + toff[k], *xt1 = xt + xrow;
     const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
-    if (pf) { /* the next chunk's W row k into L2 (see fbx__oc_task) */
+    if (k < npf) { /* W row k of this tile's share of the next chunk into L2 (see fbx__oc_task) */
       _mm_prefetch((const char *)(pf + k * 32), _MM_HINT_T1);
       _mm_prefetch((const char *)(pf + k * 32 + 16), _MM_HINT_T1);
     }
@@ -87,24 +87,24 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
 }
 
 typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
-                                float *t, const float *bias, int acc, const float *pf);
+                                float *t, const float *bias, int acc, const float *pf, int64_t npf);
 
 #define FBX__OC_DEF(Q, S)                                                                                    \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf) {                                              \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                             const float *pf, int64_t npf) {                                 \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
   }                                                                                                          \
   static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                               const float *w, float *t, const float *bias, int acc,          \
-                                              const float *pf) {                                             \
-    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                              const float *pf, int64_t npf) {                                \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
   }
 #define FBX__OC_DEF1(Q, S)                                                                                   \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf) {                                              \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                             const float *pf, int64_t npf) {                                 \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
   }
 #define FBX__OC_DEF_S(S)                                                                                     \
   FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
@@ -147,6 +147,18 @@ static int fbx__oc_local(void) {
   if (s < 0) {
     const char *e = getenv("FUSEBOX_CONV_OC_LOCAL");
     s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 2;
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* FUSEBOX_CONV_OC_PF=0: the next chunk's W prefetched by its first tile only (A/B; read once) */
+static bool fbx__oc_pf_spread(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_PF");
+    s = !(e && e[0] == '0');
     atomic_store_explicit(&state, s, memory_order_relaxed);
   }
   return s;
@@ -206,6 +218,7 @@ typedef struct fbx__oc_job {
   float *y;           /* (M, OS) of image n */
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
   int64_t cc;          /* input channels per K chunk */
+  bool pf_spread;      /* W prefetch spread over a chunk's tiles */
   fbx_cpu_epi *epi;
 } fbx__oc_job;
 
@@ -342,20 +355,33 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
          W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
          W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
       const float *pf = wc + cn * KV * FBX__OC_MB;
-      if (pf >= j->wo_end) pf = NULL;
+      /* spread over the chunk's tiles (FUSEBOX_CONV_OC_PF=0: all in its first tile, as first built):
+         the deep layers have 4-14 tiles a chunk, and one tile's worth of time for 18 KiB of W from
+         DRAM is a burst the prefetcher does not keep up with */
+      int64_t pft = (j->wo_end - pf) / FBX__OC_MB, share, tile_i = 0;
+      if (pft > j->cc * KV) pft = j->cc * KV;
+      {
+        const int64_t rows = oh1 - oh0;
+        const int64_t ntile = OW <= FBX__OC_QMAX / 2 ? (rows + 1) / 2 : rows * nq;
+        share = j->pf_spread ? (pft + ntile - 1) / ntile : pft;
+      }
       for (int64_t oh = oh0; oh < oh1; oh++) {
         const float *xr = xc + (oh - rbase) * sh * PW;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
         if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
-          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0, pf);
-          pf = NULL;
+          const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
+          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0,
+                                         pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np);
+          tile_i++;
           oh++;
           continue;
         }
         for (int64_t ow = 0; ow < OW; ow += Q) {
           const int64_t q = OW - ow < Q ? OW - ow : Q;
-          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0, pf);
-          pf = NULL;
+          const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
+          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0,
+                       pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np);
+          tile_i++;
         }
       }
     }
@@ -380,9 +406,11 @@ static int64_t fbx__oc_rows(int64_t nmb, int64_t OH, int64_t OW, int64_t rtmax, 
   double fin[256];
   int64_t best = rtmax;
   double best_cost = 0;
-  for (int64_t rt = rtmax; rt >= 1; rt--) {
-    const int64_t nrg = (OH + rt - 1) / rt, n = nmb * nrg;
-    if (rt < rtmax && (OH + rt) / (rt + 1) == nrg) continue; /* the same number of groups as rt + 1 */
+  for (int64_t nrg = (OH + rtmax - 1) / rtmax, prev = 0; nrg <= OH; nrg++) {
+    /* for nrg groups the rows as even as they go (rt = 8 for 14 rows in 2 groups would give 8 + 6) */
+    const int64_t rt = (OH + nrg - 1) / nrg, n = nmb * nrg;
+    if (rt == prev || (OH + rt - 1) / rt != nrg) continue;
+    prev = rt;
     const int64_t target = nt * 4, chunk = (n + target - 1) / target;
     for (int64_t i = 0; i < nw; i++) fin[i] = 0;
     for (int64_t t0 = 0; t0 < n; t0 += chunk) {
@@ -398,7 +426,7 @@ static int64_t fbx__oc_rows(int64_t nmb, int64_t OH, int64_t OW, int64_t rtmax, 
     }
     double cost = 0;
     for (int64_t i = 0; i < nw; i++) cost = fin[i] > cost ? fin[i] : cost;
-    if (rt == rtmax || cost < best_cost * 0.98) best = rt, best_cost = cost;
+    if (best_cost == 0 || cost < best_cost * 0.99) best = rt, best_cost = cost;
   }
   return best;
 }
@@ -467,7 +495,7 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .xl = xl, .xlstride = xlstride, .NR = NR,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xl = xl, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
     if (direct || xlocal)
