@@ -213,7 +213,8 @@ typedef struct fbx__oc_job {
   const float *bias;  /* (M) or NULL */
   const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
   float *tbuf;        /* per worker: (rt * OW, 32) */
-  float *xl;          /* local mode: per worker, one K chunk's padded rows (cc, NR, PW) + slack */
+  float *xl;          /* local mode: per worker, the padded input rows of one row group (C, NR, PW) + slack */
+  int64_t *xltag;     /* local mode: per worker, the row group its xl holds (-1: none) */
   int64_t xlstride, NR; /* floats between workers' xl; rows per plane in xl */
   float *y;           /* (M, OS) of image n */
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
@@ -325,8 +326,20 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   const int64_t nq = (OW + FBX__OC_QMAX - 1) / FBX__OC_QMAX, Q = (OW + nq - 1) / nq;
   const fbx__oc_tile_fn *tiles = fbx__oc_tiles[sw - 1];
   for (int64_t task = t0; task < t1; task++) {
-    const int64_t mb = task / j->nrg, rg = task % j->nrg;
+    /* local mode: row-group major, so that a chunk of consecutive tasks shares its padded rows */
+    const int64_t mb = xl ? task % j->nmb : task / j->nrg, rg = xl ? task / j->nmb : task % j->nrg;
     const int64_t oh0 = rg * j->rt, oh1 = oh0 + j->rt < OH ? oh0 + j->rt : OH;
+    if (xl && j->xltag[worker] != rg) { /* this row group's padded input rows, built here (this core's L2) */
+      const int64_t ih0 = oh0 * sh - pt, nr = (oh1 - oh0 - 1) * sh + (KH - 1) * g->d[1] + 1;
+      for (int64_t ci = 0; ci < C; ci++) {
+        const float *xsrc = j->x + ci * IH * IW;
+        for (int64_t r = 0; r < nr; r++) {
+          const int64_t ih = ih0 + r;
+          fbx__oc_padrow(xl + (ci * j->NR + r) * PW, PW, ih < 0 || ih >= IH ? NULL : xsrc + ih * IW, pl, ncol);
+        }
+      }
+      j->xltag[worker] = rg;
+    }
     const int64_t m0 = mb * FBX__OC_MB, mn = M - m0 < FBX__OC_MB ? M - m0 : FBX__OC_MB;
     float bb[FBX__OC_MB] = {0};
     const float *bias = NULL;
@@ -338,18 +351,7 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
       const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
       const float *xc = j->xs + c0 * PHW;
-      if (xl) { /* local mode: this chunk's padded input rows, built here (in this core's L1/L2) */
-        const int64_t ih0 = oh0 * sh - pt, nr = (oh1 - oh0 - 1) * sh + (KH - 1) * g->d[1] + 1;
-        for (int64_t ci = 0; ci < cn; ci++) {
-          const float *xsrc = j->x + (c0 + ci) * IH * IW;
-          for (int64_t r = 0; r < nr; r++) {
-            const int64_t ih = ih0 + r;
-            fbx__oc_padrow(xl + (ci * j->NR + r) * PW, PW,
-                           ih < 0 || ih >= IH ? NULL : xsrc + ih * IW, pl, ncol);
-          }
-        }
-        xc = xl;
-      }
+      if (xl) xc = xl + c0 * PHW;
       const int64_t rbase = xl ? oh0 : 0; /* xl holds rows from output row oh0's first tap row */
       /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
          W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
@@ -453,8 +455,17 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  if (local)
-    rt = fbx__oc_rows(nmb, OH, OW, rt, nt);
+  if (local) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
+    const bool fits = OH < (1 << 20) && OW < (1 << 20) && nt < (1 << 9) && rt < (1 << 15);
+    const uint64_t key = ((uint64_t)OH << 44) | ((uint64_t)OW << 24) | ((uint64_t)nt << 15);
+    const uint64_t cached = atomic_load_explicit(&st->oc_rows, memory_order_relaxed);
+    if (fits && cached && (cached & ~(uint64_t)0x7fff) == key)
+      rt = (int64_t)(cached & 0x7fff);
+    else {
+      rt = fbx__oc_rows(nmb, OH, OW, rt, nt);
+      if (fits) atomic_store_explicit(&st->oc_rows, key | (uint64_t)rt, memory_order_relaxed);
+    }
+  }
   else
     while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
   const int64_t nrg = (OH + rt - 1) / rt;
@@ -463,17 +474,19 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
      read X itself, no copy */
   const bool direct = g->pb[1] == 0 && g->pb[2] == 0 && PH <= g->in[1] && PW <= g->in[2];
   const int64_t cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
-  /* local mode: each worker pads the rows of one K chunk that its task reads (NR rows a plane) */
+  /* local mode: each worker pads the rows its row group reads (NR a plane, all C planes) into its own
+     buffer, once for the consecutive tasks of that group (tasks row-group major), instead of one
+     copy per image in a pass of its own (a barrier, and half the planes then in the other core's
+     L2): where those rows fit in L2 beside W (<= 256 KiB) and few blocks share them (nmb <= 4; a
+     copy per task for ResNet's 7x7 layers, 16 blocks, ran 10-35% slower) */
   const int64_t NR = (rt - 1) * g->s[1] + (KH - 1) * g->d[1] + 1;
-  /* task-local rows copy each input row NR / (rt * sh) times per 32-channel block (once per task),
-     against once per image: worth it where that stays small (ResNet's 56x56 layers: 2 blocks, 2.6x;
-     its 7x7 ones, 16 blocks, ran 10-35% slower with it) */
-  const bool xlocal = !direct && (local == 3 || (local == 2 && nmb * NR <= 3 * rt * g->s[1]));
-  const int64_t xlstride = xlocal ? (cc * NR * PW + 64 + 15) / 16 * 16 : 0;
+  const bool xl_fits = C * NR * PW * (int64_t)sizeof(float) <= (256 << 10);
+  const bool xlocal = !direct && xl_fits && (local == 3 || (local == 2 && nmb <= 4));
+  const int64_t xlstride = xlocal ? (C * NR * PW + 64 + 15) / 16 * 16 : 0;
   const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : xlocal ? NR * PW : PH * PW;
   const int64_t xp_n = direct || xlocal ? 0 : (C * PH * PW + 64 + 15) / 16 * 16;
   const int64_t toff_n = (cc * KV + 15) / 16 * 16;
-  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)(tstride + xlstride) * (size_t)nt) * sizeof(float);
+  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)(tstride + xlstride + 2) * (size_t)nt) * sizeof(float);
   void *mem = NULL;
   fbx_cpu_epi epi;
   FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
@@ -483,7 +496,8 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   float *tbuf = xp + xp_n + toff_n;
   float *xl = xlocal ? tbuf + tstride * nt : NULL;
   if (!direct && !xlocal) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
-  for (int64_t w = 0; xl && w < nt; w++) memset(xl + w * xlstride + cc * NR * PW, 0, 64 * sizeof(float));
+  int64_t *xltag = (int64_t *)(tbuf + (tstride + xlstride) * nt); /* 8-byte aligned: the counts are multiples of 16 */
+  for (int64_t w = 0; xl && w < nt; w++) memset(xl + w * xlstride + C * NR * PW, 0, 64 * sizeof(float));
   for (int64_t ci = 0; ci < cc; ci++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++)
@@ -495,9 +509,10 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xl = xl, .xlstride = xlstride, .NR = NR,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
+    for (int64_t w = 0; w < nt; w++) xltag[w] = -1; /* image n: nothing held */
     if (direct || xlocal)
       ; /* nothing to copy (or each task pads its own rows) */
     else if (C * PH * PW > 32768 && nt > 1)
