@@ -9,8 +9,8 @@
  * projection (read in place: no padding), 5x3 taps, no-padding 3x3s, tall maps in many row groups, bias / no bias,
  * batch 2-3, 1, 2, 5 and 16 threads; each
  * case run twice (the second reuses the pack). The AVX-512 pass must take the
- * path; it runs under each FUSEBOX_CONV_OC_LOCAL mode (default, 3: task-local
- * padded rows always, 1, 0: one padded copy per image), re-executing itself, and
+ * path; it runs under each FUSEBOX_CONV_OC_LOCAL mode (default 1, 2 and 3: task-local
+ * padded rows, 0: the first version), re-executing itself, and
  * then once more with FUSEBOX_AVX512=0 (the path
  * is off, whatever else runs must give the same numbers). The fused epilogues
  * on this path (bias + residual Add + HardSwish through a compiled graph) are
@@ -144,10 +144,10 @@ int main(int argc, char **argv) {
   if (g_fail) return 1;
   if (!avx512) return 0;
   fflush(stdout);
-  /* the X handling / task split modes of cpu_conv_oc512.c: default (2), then 3 (task-local rows
-     always), 1 (per-image copy, new row groups), 0 (the first version) */
+  /* the X handling / task split modes of cpu_conv_oc512.c: default (1: per-image copy, new row
+     groups), then 2 (task-local padded rows where they fit), 3 (always), 0 (the first version) */
   if (!lm || lm[0] != '0') {
-    setenv("FUSEBOX_CONV_OC_LOCAL", !lm ? "3" : lm[0] == '3' ? "1" : "0", 1);
+    setenv("FUSEBOX_CONV_OC_LOCAL", !lm ? "2" : lm[0] == '2' ? "3" : "0", 1);
     execv("/proc/self/exe", argv);
     perror("execv (the next FUSEBOX_CONV_OC_LOCAL pass)");
     return 1;

@@ -52,7 +52,7 @@
  * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
 FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
                                  const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
-                                 int acc, const float *pf, int64_t npf) {
+                                 int acc, const float *pf, int64_t npf, const float *xn) {
   /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
    * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
   const int Q = R * Q0;
@@ -70,6 +70,15 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
   for (int64_t k = 0; k < ntaps; k++) {
     const float *xt = x + toff[k], *xt1 = xt + xrow;
     const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
+    if (xn) { /* this tap's X for the next tile row (see fbx__oc_task): its first and last line */
+      const float *p = xn + toff[k];
+      _mm_prefetch((const char *)p, _MM_HINT_T1);
+      _mm_prefetch((const char *)(p + (Q0 - 1) * S), _MM_HINT_T1);
+      if (R == 2) {
+        _mm_prefetch((const char *)(p + xrow), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + xrow + (Q0 - 1) * S), _MM_HINT_T1);
+      }
+    }
     if (k < npf) { /* W row k of this tile's share of the next chunk into L2 (see fbx__oc_task) */
       _mm_prefetch((const char *)(pf + k * 32), _MM_HINT_T1);
       _mm_prefetch((const char *)(pf + k * 32 + 16), _MM_HINT_T1);
@@ -87,24 +96,25 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
 }
 
 typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
-                                float *t, const float *bias, int acc, const float *pf, int64_t npf);
+                                float *t, const float *bias, int acc, const float *pf, int64_t npf,
+                                const float *xn);
 
 #define FBX__OC_DEF(Q, S)                                                                                    \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf, int64_t npf) {                                 \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
+                                             const float *pf, int64_t npf, const float *xn) {                \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }                                                                                                          \
   static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                               const float *w, float *t, const float *bias, int acc,          \
-                                              const float *pf, int64_t npf) {                                \
-    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
+                                              const float *pf, int64_t npf, const float *xn) {               \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }
 #define FBX__OC_DEF1(Q, S)                                                                                   \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf, int64_t npf) {                                 \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf);                                       \
+                                             const float *pf, int64_t npf, const float *xn) {                \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }
 #define FBX__OC_DEF_S(S)                                                                                     \
   FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
@@ -138,15 +148,15 @@ static bool fbx__oc_enabled(void) {
 }
 
 /* FUSEBOX_CONV_OC_LOCAL (A/B runs and tests; read once): 0 the first version (one zero-padded copy
-   of X per image in a pass of its own, row groups halved until >= 4 tasks per thread); 1 the row
-   groups of fbx__oc_rows, X as in 0; 2 (default) as 1, and each task pads its own input rows when
-   that copies little (fbx_cpu_conv_oc_run); 3 as 2 with the task-local rows always */
+   of X per image in a pass of its own, row groups halved until >= 4 tasks per thread); 1 (default)
+   the row groups of fbx__oc_rows, X as in 0; 2 as 1, and each task pads its own input rows where
+   they fit (fbx_cpu_conv_oc_run; measured no better: bench/RESULTS.md); 3 as 2, task-local rows always */
 static int fbx__oc_local(void) {
   static _Atomic int state = -1;
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s < 0) {
     const char *e = getenv("FUSEBOX_CONV_OC_LOCAL");
-    s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 2;
+    s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 1;
     atomic_store_explicit(&state, s, memory_order_relaxed);
   }
   return s;
@@ -158,6 +168,18 @@ static bool fbx__oc_pf_spread(void) {
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s < 0) {
     const char *e = getenv("FUSEBOX_CONV_OC_PF");
+    s = !(e && e[0] == '0');
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* FUSEBOX_CONV_OC_XPF=0: no software prefetch of X (A/B; read once) */
+static bool fbx__oc_xpf(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_XPF");
     s = !(e && e[0] == '0');
     atomic_store_explicit(&state, s, memory_order_relaxed);
   }
@@ -220,6 +242,7 @@ typedef struct fbx__oc_job {
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
   int64_t cc;          /* input channels per K chunk */
   bool pf_spread;      /* W prefetch spread over a chunk's tiles */
+  bool xpf;            /* X prefetch of the next tile row */
   fbx_cpu_epi *epi;
 } fbx__oc_job;
 
@@ -367,13 +390,21 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
         const int64_t ntile = OW <= FBX__OC_QMAX / 2 ? (rows + 1) / 2 : rows * nq;
         share = j->pf_spread ? (pft + ntile - 1) / ntile : pft;
       }
+      /* X prefetch (FUSEBOX_CONV_OC_XPF=0: none): each tile pulls into L2 the lines its taps read for
+         the tile one row (or one 2-row tile) below, the last row the first of the next K chunk: a
+         tile's 16-144 taps read as many planes, more streams than the L2 prefetcher follows, and in a
+         model those planes come from the other core's L2 or from L3 (the 1x1 stride-2 projections ran
+         at 100-180 GFLOP/s there, 235 warm) */
+      const float *xnext = j->xpf && c0 + cn < C ? (xl ? xl : j->xs) + (c0 + cn) * PHW : NULL;
       for (int64_t oh = oh0; oh < oh1; oh++) {
         const float *xr = xc + (oh - rbase) * sh * PW;
+        const int64_t step = OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1 ? 2 : 1;
+        const float *xnr = !j->xpf ? NULL : oh + step < oh1 ? xr + step * sh * PW : xnext;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
         if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
           const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
           fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0,
-                                         pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np);
+                                         pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np, xnr);
           tile_i++;
           oh++;
           continue;
@@ -382,7 +413,7 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
           const int64_t q = OW - ow < Q ? OW - ow : Q;
           const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
           tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0,
-                       pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np);
+                       pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np, xnr ? xnr + ow * sw : NULL);
           tile_i++;
         }
       }
@@ -509,7 +540,7 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xpf = fbx__oc_xpf(), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
     for (int64_t w = 0; w < nt; w++) xltag[w] = -1; /* image n: nothing held */
