@@ -186,6 +186,19 @@ static bool fbx__oc_xpf(void) {
   return s;
 }
 
+/* FUSEBOX_CONV_OC_ROWS=sim: the simulated row-group split at any thread count (default: up to 4
+   threads, the first version's rule above); read once */
+static bool fbx__oc_rows_sim(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_ROWS");
+    s = e && e[0] == 's';
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
 bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
   const fbx_cpu_conv_state *st = state;
   if (!st || st->oc_failed || !fbx_cpu_avx512_enabled() || !fbx__oc_enabled()) return false;
@@ -480,13 +493,14 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
     }
   }
   const int64_t nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB, nt = c->threads > 1 ? c->threads : 1;
-  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there
+  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then the split of fbx__oc_rows, or (mode 0,
+   * and above 4 threads unless FUSEBOX_CONV_OC_ROWS=sim: not measured there yet) smaller until there
    * are >= 4 tasks per thread (or single rows) */
   const int local = fbx__oc_local();
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  if (local) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
+  if (local && (nt <= 4 || fbx__oc_rows_sim())) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
     const bool fits = OH < (1 << 20) && OW < (1 << 20) && nt < (1 << 9) && rt < (1 << 15);
     const uint64_t key = ((uint64_t)OH << 44) | ((uint64_t)OW << 24) | ((uint64_t)nt << 15);
     const uint64_t cached = atomic_load_explicit(&st->oc_rows, memory_order_relaxed);
