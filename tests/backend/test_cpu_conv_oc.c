@@ -139,8 +139,8 @@ int main(int argc, char **argv) {
     g_be = NULL;
   }
   const char *lm = getenv("FUSEBOX_CONV_OC_LOCAL");
-  printf("cpu conv oc (%s, FUSEBOX_CONV_OC_LOCAL=%s): %d passed, %d failed\n", avx512 ? "AVX-512" : "AVX2",
-         lm ? lm : "unset", g_pass, g_fail);
+  printf("cpu conv oc (%s, FUSEBOX_CONV_OC_LOCAL=%s%s): %d passed, %d failed\n", avx512 ? "AVX-512" : "AVX2",
+         lm ? lm : "unset", getenv("FUSEBOX_CONV_OC_ROWS") ? ", ROWS=sim, XPF=all" : "", g_pass, g_fail);
   if (g_fail) return 1;
   if (!avx512) return 0;
   fflush(stdout);
@@ -148,6 +148,9 @@ int main(int argc, char **argv) {
      groups), then 2 (task-local padded rows where they fit), 3 (always), 0 (the first version) */
   if (!lm || lm[0] != '0') {
     setenv("FUSEBOX_CONV_OC_LOCAL", !lm ? "2" : lm[0] == '2' ? "3" : "0", 1);
+    /* from the second pass on also the simulated row groups and the X prefetch on every conv */
+    setenv("FUSEBOX_CONV_OC_ROWS", "sim", 1);
+    setenv("FUSEBOX_CONV_OC_XPF", "all", 1);
     execv("/proc/self/exe", argv);
     perror("execv (the next FUSEBOX_CONV_OC_LOCAL pass)");
     return 1;

@@ -174,20 +174,22 @@ static bool fbx__oc_pf_spread(void) {
   return s;
 }
 
-/* FUSEBOX_CONV_OC_XPF=0: no software prefetch of X (A/B; read once) */
-static bool fbx__oc_xpf(void) {
+/* software prefetch of X for the next tile row: 1 (default) for 1x1 convs only, FUSEBOX_CONV_OC_XPF=0
+   never, =all for every conv (in ResNet-18 it took the 1x1 stride-2 projections from 117 / 91 to 88 /
+   81 us, and made the stem and the 3x3s 5-9% slower: their next row's taps are mostly this row's);
+   read once */
+static int fbx__oc_xpf_mode(void) {
   static _Atomic int state = -1;
   int s = atomic_load_explicit(&state, memory_order_relaxed);
   if (s < 0) {
     const char *e = getenv("FUSEBOX_CONV_OC_XPF");
-    s = !(e && e[0] == '0');
+    s = !e ? 1 : e[0] == '0' ? 0 : e[0] == 'a' ? 2 : 1;
     atomic_store_explicit(&state, s, memory_order_relaxed);
   }
   return s;
 }
 
-/* FUSEBOX_CONV_OC_ROWS=sim: the simulated row-group split at any thread count (default: up to 4
-   threads, the first version's rule above); read once */
+/* FUSEBOX_CONV_OC_ROWS=sim: the simulated row-group split (fbx__oc_rows); read once */
 static bool fbx__oc_rows_sim(void) {
   static _Atomic int state = -1;
   int s = atomic_load_explicit(&state, memory_order_relaxed);
@@ -493,14 +495,15 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
     }
   }
   const int64_t nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB, nt = c->threads > 1 ? c->threads : 1;
-  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then the split of fbx__oc_rows, or (mode 0,
-   * and above 4 threads unless FUSEBOX_CONV_OC_ROWS=sim: not measured there yet) smaller until there
-   * are >= 4 tasks per thread (or single rows) */
+  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there are >= 4 tasks per
+   * thread (or single rows); FUSEBOX_CONV_OC_ROWS=sim: the split of fbx__oc_rows instead (at 2
+   * threads it measured neutral on the 56x56 layers and 4-6% slower on the 28x28 ones, in the model;
+   * not measured on many cores: bench/RESULTS.md) */
   const int local = fbx__oc_local();
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  if (local && (nt <= 4 || fbx__oc_rows_sim())) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
+  if (local && fbx__oc_rows_sim()) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
     const bool fits = OH < (1 << 20) && OW < (1 << 20) && nt < (1 << 9) && rt < (1 << 15);
     const uint64_t key = ((uint64_t)OH << 44) | ((uint64_t)OW << 24) | ((uint64_t)nt << 15);
     const uint64_t cached = atomic_load_explicit(&st->oc_rows, memory_order_relaxed);
@@ -554,7 +557,7 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xpf = fbx__oc_xpf(), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xpf = fbx__oc_xpf_mode() == 2 || (fbx__oc_xpf_mode() == 1 && KV == 1), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
     for (int64_t w = 0; w < nt; w++) xltag[w] = -1; /* image n: nothing held */
