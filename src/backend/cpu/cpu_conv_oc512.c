@@ -440,7 +440,7 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   }
 }
 
-/* Rows per task (local mode). The pool hands out chunks of ceil(n / (4 * nt)) consecutive tasks
+/* Rows per task (FUSEBOX_CONV_OC_ROWS=sim). The pool hands out chunks of ceil(n / (4 * nt)) consecutive tasks
  * (cpu_pool.c) to whichever worker is free; a split's cost is the finish time of that greedy schedule,
  * simulated, in output rows, plus for each 32-channel block a chunk touches the load of its W: a row
  * of OW positions is OW * C * taps cycles of FMAs at 64 FLOP a cycle, the block's 128 * C * taps bytes
