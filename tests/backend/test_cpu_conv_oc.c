@@ -6,9 +6,12 @@
  * 33, 40; M 17, 29, 35, 60, 62, 125; M 5 and 24, where more than 1/8 of the
  * last block would be dropped, take another path: same reference), rows that are not multiples of the 14-position tile (7, 9, 15,
  * 29), asymmetric pads, dilation 2, the 7x7 stride-2 stem, a 1x1 stride-2
- * projection (read in place: no padding), 5x3 taps, no-padding 3x3s, bias / no bias, batch 2-3, 1, 2 and 5 threads; each
+ * projection (read in place: no padding), 5x3 taps, no-padding 3x3s, tall maps in many row groups, bias / no bias,
+ * batch 2-3, 1, 2, 5 and 16 threads; each
  * case run twice (the second reuses the pack). The AVX-512 pass must take the
- * path; the program then re-executes itself with FUSEBOX_AVX512=0 (the path
+ * path; it runs under each FUSEBOX_CONV_OC_LOCAL mode (default 1, 2 and 3: task-local
+ * padded rows, 0: the first version), re-executing itself, and
+ * then once more with FUSEBOX_AVX512=0 (the path
  * is off, whatever else runs must give the same numbers). The fused epilogues
  * on this path (bias + residual Add + HardSwish through a compiled graph) are
  * in test_cpu_conv_epilogue.c. */
@@ -122,18 +125,36 @@ int main(int argc, char **argv) {
       {2, 19, 35, 12, 17, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1},
       {1, 19, 35, 13, 12, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 0},
       {1, 19, 35, 12, 12, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 1},
+      /* tall maps in many row groups (task-local padded rows: first / last groups meet the pads) */
+      {1, 24, 64, 57, 41, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+      {2, 16, 33, 45, 30, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0},
+      {1, 3, 40, 61, 45, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1},
+      {1, 7, 32, 40, 9, 3, 3, 1, 1, 2, 2, 2, 2, 0, 2, 1},
   };
-  static const int threads[] = {1, 2, 5};
+  static const int threads[] = {1, 2, 5, 16};
   for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
     test_setup(threads[t]);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], avx512);
     fbx_backend_destroy(g_be);
     g_be = NULL;
   }
-  printf("cpu conv oc (%s): %d passed, %d failed\n", avx512 ? "AVX-512" : "AVX2", g_pass, g_fail);
+  const char *lm = getenv("FUSEBOX_CONV_OC_LOCAL");
+  printf("cpu conv oc (%s, FUSEBOX_CONV_OC_LOCAL=%s%s): %d passed, %d failed\n", avx512 ? "AVX-512" : "AVX2",
+         lm ? lm : "unset", getenv("FUSEBOX_CONV_OC_ROWS") ? ", ROWS=sim, XPF=all" : "", g_pass, g_fail);
   if (g_fail) return 1;
   if (!avx512) return 0;
   fflush(stdout);
+  /* the X handling / task split modes of cpu_conv_oc512.c: default (1: per-image copy, new row
+     groups), then 2 (task-local padded rows where they fit), 3 (always), 0 (the first version) */
+  if (!lm || lm[0] != '0') {
+    setenv("FUSEBOX_CONV_OC_LOCAL", !lm ? "2" : lm[0] == '2' ? "3" : "0", 1);
+    /* from the second pass on also the simulated row groups and the X prefetch on every conv */
+    setenv("FUSEBOX_CONV_OC_ROWS", "sim", 1);
+    setenv("FUSEBOX_CONV_OC_XPF", "all", 1);
+    execv("/proc/self/exe", argv);
+    perror("execv (the next FUSEBOX_CONV_OC_LOCAL pass)");
+    return 1;
+  }
   setenv("FUSEBOX_AVX512", "0", 1);
   execv("/proc/self/exe", argv);
   perror("execv (the AVX2 pass)");

@@ -14,6 +14,9 @@
 #ifndef FBX_BACKEND_CPU_CONV_H
 #define FBX_BACKEND_CPU_CONV_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "cpu_internal.h"
 
 /* Geometry normalised to 3 spatial dims (D, H, W); missing leading dims are 1. */
@@ -33,6 +36,7 @@ typedef struct fbx_cpu_conv_state {
   bool failed;    /* that packing ran out of memory once: stay on the dot path */
   float *wo;      /* W in 32-channel blocks (cpu_conv_oc512.c), NULL until packed */
   bool oc_failed; /* that packing ran out of memory once: stay off that path */
+  _Atomic uint64_t oc_rows; /* that path's last row-group choice: OH, OW, threads -> rows (0: none) */
 } fbx_cpu_conv_state;
 
 /* Fills g from the node and its X, W, Y tensors (F32 only; checks the shapes

@@ -52,7 +52,7 @@
  * of T; acc 0: start from bias (32 floats, or NULL: zero), 1: add to t. */
 FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const float *x, int64_t xrow,
                                  const int32_t *toff, int64_t ntaps, const float *w, float *t, const float *bias,
-                                 int acc, const float *pf) {
+                                 int acc, const float *pf, int64_t npf, const float *xn) {
   /* R rows of Q0 positions (R = 2 only for maps of <= 7 columns: the tile is
    * both rows, whose positions are adjacent in T); row r reads x + r*xrow */
   const int Q = R * Q0;
@@ -70,7 +70,16 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
   for (int64_t k = 0; k < ntaps; k++) {
     const float *xt = x + toff[k], *xt1 = xt + xrow;
     const __m512 w0 = _mm512_load_ps(w + k * 32), w1 = _mm512_load_ps(w + k * 32 + 16);
-    if (pf) { /* the next chunk's W row k into L2 (see fbx__oc_task) */
+    if (xn) { /* this tap's X for the next tile row (see fbx__oc_task): its first and last line */
+      const float *p = xn + toff[k];
+      _mm_prefetch((const char *)p, _MM_HINT_T1);
+      _mm_prefetch((const char *)(p + (Q0 - 1) * S), _MM_HINT_T1);
+      if (R == 2) {
+        _mm_prefetch((const char *)(p + xrow), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + xrow + (Q0 - 1) * S), _MM_HINT_T1);
+      }
+    }
+    if (k < npf) { /* W row k of this tile's share of the next chunk into L2 (see fbx__oc_task) */
       _mm_prefetch((const char *)(pf + k * 32), _MM_HINT_T1);
       _mm_prefetch((const char *)(pf + k * 32 + 16), _MM_HINT_T1);
     }
@@ -87,24 +96,25 @@ FBX__OC_INLINE void fbx__oc_tile(const int R, const int Q0, const int S, const f
 }
 
 typedef void (*fbx__oc_tile_fn)(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, const float *w,
-                                float *t, const float *bias, int acc, const float *pf);
+                                float *t, const float *bias, int acc, const float *pf, int64_t npf,
+                                const float *xn);
 
 #define FBX__OC_DEF(Q, S)                                                                                    \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf) {                                              \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                             const float *pf, int64_t npf, const float *xn) {                \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }                                                                                                          \
   static FBX__OC void fbx__oc_tile2_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                               const float *w, float *t, const float *bias, int acc,          \
-                                              const float *pf) {                                             \
-    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                              const float *pf, int64_t npf, const float *xn) {               \
+    fbx__oc_tile(2, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }
 #define FBX__OC_DEF1(Q, S)                                                                                   \
   static FBX__OC void fbx__oc_tile_##Q##_##S(const float *x, int64_t xrow, const int32_t *toff, int64_t ntaps, \
                                              const float *w, float *t, const float *bias, int acc,           \
-                                             const float *pf) {                                              \
-    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf);                                       \
+                                             const float *pf, int64_t npf, const float *xn) {                \
+    fbx__oc_tile(1, Q, S, x, xrow, toff, ntaps, w, t, bias, acc, pf, npf, xn);                                       \
   }
 #define FBX__OC_DEF_S(S)                                                                                     \
   FBX__OC_DEF(1, S) FBX__OC_DEF(2, S) FBX__OC_DEF(3, S) FBX__OC_DEF(4, S) FBX__OC_DEF(5, S) FBX__OC_DEF(6, S) \
@@ -132,6 +142,60 @@ static bool fbx__oc_enabled(void) {
   if (s < 0) {
     const char *e = getenv("FUSEBOX_CONV_OC");
     s = !(e && e[0] == '0');
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* FUSEBOX_CONV_OC_LOCAL (A/B runs and tests; read once): 0 the first version (one zero-padded copy
+   of X per image in a pass of its own, row groups halved until >= 4 tasks per thread); 1 (default)
+   the row groups of fbx__oc_rows, X as in 0; 2 as 1, and each task pads its own input rows where
+   they fit (fbx_cpu_conv_oc_run; measured no better: bench/RESULTS.md); 3 as 2, task-local rows always */
+static int fbx__oc_local(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_LOCAL");
+    s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 1;
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* FUSEBOX_CONV_OC_PF=0: the next chunk's W prefetched by its first tile only (A/B; read once) */
+static bool fbx__oc_pf_spread(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_PF");
+    s = !(e && e[0] == '0');
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* software prefetch of X for the next tile row: 1 (default) for 1x1 convs only, FUSEBOX_CONV_OC_XPF=0
+   never, =all for every conv (in ResNet-18 it took the 1x1 stride-2 projections from 117 / 91 to 88 /
+   81 us, and made the stem and the 3x3s 5-9% slower: their next row's taps are mostly this row's);
+   read once */
+static int fbx__oc_xpf_mode(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_XPF");
+    s = !e ? 1 : e[0] == '0' ? 0 : e[0] == 'a' ? 2 : 1;
+    atomic_store_explicit(&state, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* FUSEBOX_CONV_OC_ROWS=sim: the simulated row-group split (fbx__oc_rows); read once */
+static bool fbx__oc_rows_sim(void) {
+  static _Atomic int state = -1;
+  int s = atomic_load_explicit(&state, memory_order_relaxed);
+  if (s < 0) {
+    const char *e = getenv("FUSEBOX_CONV_OC_ROWS");
+    s = e && e[0] == 's';
     atomic_store_explicit(&state, s, memory_order_relaxed);
   }
   return s;
@@ -186,9 +250,14 @@ typedef struct fbx__oc_job {
   const float *bias;  /* (M) or NULL */
   const int32_t *toff; /* (cc * KV): tap offsets of one chunk from its first plane */
   float *tbuf;        /* per worker: (rt * OW, 32) */
+  float *xl;          /* local mode: per worker, the padded input rows of one row group (C, NR, PW) + slack */
+  int64_t *xltag;     /* local mode: per worker, the row group its xl holds (-1: none) */
+  int64_t xlstride, NR; /* floats between workers' xl; rows per plane in xl */
   float *y;           /* (M, OS) of image n */
   int64_t PH, PW, KV, nmb, rt, nrg, tstride, ybase;
   int64_t cc;          /* input channels per K chunk */
+  bool pf_spread;      /* W prefetch spread over a chunk's tiles */
+  bool xpf;            /* X prefetch of the next tile row */
   fbx_cpu_epi *epi;
 } fbx__oc_job;
 
@@ -213,6 +282,25 @@ static void fbx__oc_pad_task(void *arg, int64_t c0, int64_t c1, int worker) {
       memcpy(d + pl, j->x + (c * IH + ih) * IW, (size_t)ncol * sizeof(float));
       if (pl + ncol < PW) memset(d + pl + ncol, 0, (size_t)(PW - pl - ncol) * sizeof(float));
     }
+  }
+}
+
+/* d[0, PW) = the row s shifted right by pl, zeros outside s[0, ncol) (s NULL: all zeros); masked
+ * 16-float moves (rows of 7..58 floats: memcpy / memset calls per row cost more than the copy) */
+FBX__OC_INLINE void fbx__oc_padrow(float *d, int64_t PW, const float *s, int64_t pl, int64_t ncol) {
+  for (int64_t p = 0; p < PW; p += 16) {
+    const int64_t n = PW - p < 16 ? PW - p : 16, lo = pl - p, hi = pl + ncol - p;
+    const uint32_t keep = n >= 16 ? 0xFFFFu : (1u << n) - 1u;
+    uint32_t valid = 0;
+    if (s && hi > 0 && lo < 16) {
+      valid = hi >= 16 ? 0xFFFFu : (1u << hi) - 1u;
+      if (lo > 0) valid &= ~((1u << lo) - 1u);
+    }
+    /* lanes outside valid are neither read nor faulted on; s + (p - pl) may lie before s: use the
+       integer address */
+    const float *src = s ? (const float *)((uintptr_t)s + (uintptr_t)((p - pl) * (int64_t)sizeof(float))) : d;
+    const __m512 v = _mm512_maskz_loadu_ps((__mmask16)(valid & keep), src);
+    _mm512_mask_storeu_ps(d + p, (__mmask16)keep, v);
   }
 }
 
@@ -269,12 +357,27 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
   const int64_t C = g->C, M = g->M, OH = g->out[1], OW = g->out[2], OS = OH * OW;
   const int64_t sh = g->s[1], sw = g->s[2], PW = j->rs, PHW = j->ps, KV = j->KV;
   float *T = j->tbuf + (size_t)worker * (size_t)j->tstride;
+  float *xl = j->xl ? j->xl + (size_t)worker * (size_t)j->xlstride : NULL;
+  const int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2], KH = g->k[1];
+  const int64_t ncol = IW < PW - pl ? IW : PW - pl; /* input columns that land inside a padded row */
   /* tiles along a row: nq of width Q, the last one narrower */
   const int64_t nq = (OW + FBX__OC_QMAX - 1) / FBX__OC_QMAX, Q = (OW + nq - 1) / nq;
   const fbx__oc_tile_fn *tiles = fbx__oc_tiles[sw - 1];
   for (int64_t task = t0; task < t1; task++) {
-    const int64_t mb = task / j->nrg, rg = task % j->nrg;
+    /* local mode: row-group major, so that a chunk of consecutive tasks shares its padded rows */
+    const int64_t mb = xl ? task % j->nmb : task / j->nrg, rg = xl ? task / j->nmb : task % j->nrg;
     const int64_t oh0 = rg * j->rt, oh1 = oh0 + j->rt < OH ? oh0 + j->rt : OH;
+    if (xl && j->xltag[worker] != rg) { /* this row group's padded input rows, built here (this core's L2) */
+      const int64_t ih0 = oh0 * sh - pt, nr = (oh1 - oh0 - 1) * sh + (KH - 1) * g->d[1] + 1;
+      for (int64_t ci = 0; ci < C; ci++) {
+        const float *xsrc = j->x + ci * IH * IW;
+        for (int64_t r = 0; r < nr; r++) {
+          const int64_t ih = ih0 + r;
+          fbx__oc_padrow(xl + (ci * j->NR + r) * PW, PW, ih < 0 || ih >= IH ? NULL : xsrc + ih * IW, pl, ncol);
+        }
+      }
+      j->xltag[worker] = rg;
+    }
     const int64_t m0 = mb * FBX__OC_MB, mn = M - m0 < FBX__OC_MB ? M - m0 : FBX__OC_MB;
     float bb[FBX__OC_MB] = {0};
     const float *bias = NULL;
@@ -286,24 +389,47 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
       const int64_t cn = C - c0 < j->cc ? C - c0 : j->cc;
       const float *wc = j->wo + (mb * C + c0) * KV * FBX__OC_MB;
       const float *xc = j->xs + c0 * PHW;
+      if (xl) xc = xl + c0 * PHW;
+      const int64_t rbase = xl ? oh0 : 0; /* xl holds rows from output row oh0's first tap row */
       /* the first tile of the chunk pulls the next chunk's W into L2, one row per tap: inside a model
          W comes from DRAM (ResNet-18's 47 MB), and on demand it starved the 7x7 / 14x14 layers (9 MB of
          W each: 226 GFLOP/s with cold caches against 382 warm, bench_conv) */
       const float *pf = wc + cn * KV * FBX__OC_MB;
-      if (pf >= j->wo_end) pf = NULL;
+      /* spread over the chunk's tiles (FUSEBOX_CONV_OC_PF=0: all in its first tile, as first built):
+         the deep layers have 4-14 tiles a chunk, and one tile's worth of time for 18 KiB of W from
+         DRAM is a burst the prefetcher does not keep up with */
+      int64_t pft = (j->wo_end - pf) / FBX__OC_MB, share, tile_i = 0;
+      if (pft > j->cc * KV) pft = j->cc * KV;
+      {
+        const int64_t rows = oh1 - oh0;
+        const int64_t ntile = OW <= FBX__OC_QMAX / 2 ? (rows + 1) / 2 : rows * nq;
+        share = j->pf_spread ? (pft + ntile - 1) / ntile : pft;
+      }
+      /* X prefetch (FUSEBOX_CONV_OC_XPF=0: none): each tile pulls into L2 the lines its taps read for
+         the tile one row (or one 2-row tile) below, the last row the first of the next K chunk: a
+         tile's 16-144 taps read as many planes, more streams than the L2 prefetcher follows, and in a
+         model those planes come from the other core's L2 or from L3 (the 1x1 stride-2 projections ran
+         at 100-180 GFLOP/s there, 235 warm) */
+      const float *xnext = j->xpf && c0 + cn < C ? (xl ? xl : j->xs) + (c0 + cn) * PHW : NULL;
       for (int64_t oh = oh0; oh < oh1; oh++) {
-        const float *xr = xc + oh * sh * PW;
+        const float *xr = xc + (oh - rbase) * sh * PW;
+        const int64_t step = OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1 ? 2 : 1;
+        const float *xnr = !j->xpf ? NULL : oh + step < oh1 ? xr + step * sh * PW : xnext;
         float *tr = T + (oh - oh0) * OW * FBX__OC_MB;
         if (OW <= FBX__OC_QMAX / 2 && oh + 1 < oh1) { /* two whole rows in one tile */
-          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0, pf);
-          pf = NULL;
+          const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
+          fbx__oc_tiles2[sw - 1][OW - 1](xr, sh * PW, j->toff, cn * KV, wc, tr, bias, c0 > 0,
+                                         pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np, xnr);
+          tile_i++;
           oh++;
           continue;
         }
         for (int64_t ow = 0; ow < OW; ow += Q) {
           const int64_t q = OW - ow < Q ? OW - ow : Q;
-          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0, pf);
-          pf = NULL;
+          const int64_t np = pft - tile_i * share < share ? pft - tile_i * share : share;
+          tiles[q - 1](xr + ow * sw, 0, j->toff, cn * KV, wc, tr + ow * FBX__OC_MB, bias, c0 > 0,
+                       pf + (np > 0 ? tile_i * share * FBX__OC_MB : 0), np, xnr ? xnr + ow * sw : NULL);
+          tile_i++;
         }
       }
     }
@@ -312,6 +438,45 @@ static FBX__OC void fbx__oc_task(void *arg, int64_t t0, int64_t t1, int worker) 
     for (int64_t m = 0; m < mn; m++)
       fbx_cpu_epi_apply(j->epi, j->ybase + (m0 + m) * OS + oh0 * OW, j->ybase + (m0 + m) * OS + oh1 * OW, worker);
   }
+}
+
+/* Rows per task (FUSEBOX_CONV_OC_ROWS=sim). The pool hands out chunks of ceil(n / (4 * nt)) consecutive tasks
+ * (cpu_pool.c) to whichever worker is free; a split's cost is the finish time of that greedy schedule,
+ * simulated, in output rows, plus for each 32-channel block a chunk touches the load of its W: a row
+ * of OW positions is OW * C * taps cycles of FMAs at 64 FLOP a cycle, the block's 128 * C * taps bytes
+ * at ~8 bytes a cycle from L3 / DRAM are 16 * C * taps cycles, half hidden by the prefetch: 8 / OW
+ * rows. The old rule (halve until >= 4 tasks a thread) gave ResNet's 56x56 layers 7 chunks at 2
+ * threads (one worker idle for a seventh of the run) and its 14x14 / 7x7 layers single-row tasks at
+ * 16 threads (each W block read by 7-14 tasks, from L3). */
+static int64_t fbx__oc_rows(int64_t nmb, int64_t OH, int64_t OW, int64_t rtmax, int64_t nt) {
+  if (nt <= 1) return rtmax;
+  const int64_t nw = nt < 256 ? nt : 256;
+  double fin[256];
+  int64_t best = rtmax;
+  double best_cost = 0;
+  for (int64_t nrg = (OH + rtmax - 1) / rtmax, prev = 0; nrg <= OH; nrg++) {
+    /* for nrg groups the rows as even as they go (rt = 8 for 14 rows in 2 groups would give 8 + 6) */
+    const int64_t rt = (OH + nrg - 1) / nrg, n = nmb * nrg;
+    if (rt == prev || (OH + rt - 1) / rt != nrg) continue;
+    prev = rt;
+    const int64_t target = nt * 4, chunk = (n + target - 1) / target;
+    for (int64_t i = 0; i < nw; i++) fin[i] = 0;
+    for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+      double work = 0;
+      for (int64_t t = t0; t < t0 + chunk && t < n; t++) {
+        const int64_t rg = t % nrg, r = OH - rg * rt < rt ? OH - rg * rt : rt;
+        work += (double)r + (t == t0 || rg == 0 ? 8.0 / (double)OW : 0.0);
+      }
+      int64_t w = 0;
+      for (int64_t i = 1; i < nw; i++)
+        if (fin[i] < fin[w]) w = i;
+      fin[w] += work;
+    }
+    double cost = 0;
+    for (int64_t i = 0; i < nw; i++) cost = fin[i] > cost ? fin[i] : cost;
+    if (best_cost == 0 || cost < best_cost * 0.99) best = rt, best_cost = cost;
+  }
+  return best;
 }
 
 fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *state, const fbx_tensor *in,
@@ -330,21 +495,46 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
     }
   }
   const int64_t nmb = (M + FBX__OC_MB - 1) / FBX__OC_MB, nt = c->threads > 1 ? c->threads : 1;
-  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there
-   * are >= 4 tasks per thread (or single rows) */
+  /* row groups: T (rt * OW, 32) <= 64 KiB per worker, then smaller until there are >= 4 tasks per
+   * thread (or single rows); FUSEBOX_CONV_OC_ROWS=sim: the split of fbx__oc_rows instead (at 2
+   * threads it measured neutral on the 56x56 layers and 4-6% slower on the 28x28 ones, in the model;
+   * not measured on many cores: bench/RESULTS.md) */
+  const int local = fbx__oc_local();
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
+  if (local && fbx__oc_rows_sim()) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
+    const bool fits = OH < (1 << 20) && OW < (1 << 20) && nt < (1 << 9) && rt < (1 << 15);
+    const uint64_t key = ((uint64_t)OH << 44) | ((uint64_t)OW << 24) | ((uint64_t)nt << 15);
+    const uint64_t cached = atomic_load_explicit(&st->oc_rows, memory_order_relaxed);
+    if (fits && cached && (cached & ~(uint64_t)0x7fff) == key)
+      rt = (int64_t)(cached & 0x7fff);
+    else {
+      rt = fbx__oc_rows(nmb, OH, OW, rt, nt);
+      if (fits) atomic_store_explicit(&st->oc_rows, key | (uint64_t)rt, memory_order_relaxed);
+    }
+  }
+  else
+    while (rt > 1 && nmb * ((OH + rt - 1) / rt) < 4 * nt) rt = (rt + 1) / 2;
   const int64_t nrg = (OH + rt - 1) / rt;
   const int64_t tstride = (rt * OW * FBX__OC_MB + 15) / 16 * 16;
   /* no padding at the start and the taps stay inside X (ResNet's 1x1 stride-2 projections): the tiles
      read X itself, no copy */
   const bool direct = g->pb[1] == 0 && g->pb[2] == 0 && PH <= g->in[1] && PW <= g->in[2];
-  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : PH * PW;
-  const int64_t xp_n = direct ? 0 : (C * PH * PW + 64 + 15) / 16 * 16, cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  const int64_t cc = FBX__OC_TAPS / KV > 1 ? FBX__OC_TAPS / KV : 1;
+  /* local mode: each worker pads the rows its row group reads (NR a plane, all C planes) into its own
+     buffer, once for the consecutive tasks of that group (tasks row-group major), instead of one
+     copy per image in a pass of its own (a barrier, and half the planes then in the other core's
+     L2): where those rows fit in L2 beside W (<= 256 KiB) and few blocks share them (nmb <= 4; a
+     copy per task for ResNet's 7x7 layers, 16 blocks, ran 10-35% slower) */
+  const int64_t NR = (rt - 1) * g->s[1] + (KH - 1) * g->d[1] + 1;
+  const bool xl_fits = C * NR * PW * (int64_t)sizeof(float) <= (256 << 10);
+  const bool xlocal = !direct && xl_fits && (local == 3 || (local == 2 && nmb <= 4));
+  const int64_t xlstride = xlocal ? (C * NR * PW + 64 + 15) / 16 * 16 : 0;
+  const int64_t rs = direct ? g->in[2] : PW, ps = direct ? g->in[1] * g->in[2] : xlocal ? NR * PW : PH * PW;
+  const int64_t xp_n = direct || xlocal ? 0 : (C * PH * PW + 64 + 15) / 16 * 16;
   const int64_t toff_n = (cc * KV + 15) / 16 * 16;
-  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)tstride * (size_t)nt) * sizeof(float);
+  size_t bytes = ((size_t)xp_n + (size_t)toff_n + (size_t)(tstride + xlstride + 2) * (size_t)nt) * sizeof(float);
   void *mem = NULL;
   fbx_cpu_epi epi;
   FBX_TRY(fbx_cpu_epi_begin(c, node, in, n_in, 3, &out[0], bytes, &mem, &epi));
@@ -352,7 +542,10 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   float *xp = mem;
   int32_t *toff = (int32_t *)(xp + xp_n);
   float *tbuf = xp + xp_n + toff_n;
-  if (!direct) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  float *xl = xlocal ? tbuf + tstride * nt : NULL;
+  if (!direct && !xlocal) memset(xp + C * PH * PW, 0, 64 * sizeof(float));
+  int64_t *xltag = (int64_t *)(tbuf + (tstride + xlstride) * nt); /* 8-byte aligned: the counts are multiples of 16 */
+  for (int64_t w = 0; xl && w < nt; w++) memset(xl + w * xlstride + C * NR * PW, 0, 64 * sizeof(float));
   for (int64_t ci = 0; ci < cc; ci++)
     for (int64_t kh = 0; kh < KH; kh++)
       for (int64_t kw = 0; kw < KW; kw++)
@@ -364,11 +557,12 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xpf = fbx__oc_xpf_mode() == 2 || (fbx__oc_xpf_mode() == 1 && KV == 1), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
-    if (direct)
-      ; /* nothing to copy */
+    for (int64_t w = 0; w < nt; w++) xltag[w] = -1; /* image n: nothing held */
+    if (direct || xlocal)
+      ; /* nothing to copy (or each task pads its own rows) */
     else if (C * PH * PW > 32768 && nt > 1)
       fbx_cpu_par(c, C, 1, fbx__oc_pad_task, &j);
     else
