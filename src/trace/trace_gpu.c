@@ -108,8 +108,8 @@ static void detail_env(void) {
   long long v = strtoll(e, &end, 10);
   if (!strcmp(e, "all")) g_detail_n = -1;
   else if (end && *end == '\0' && v >= 0) g_detail_n = v;
-  else fprintf(stderr, "[fusebox] FUSEBOX_GPU_DETAIL=%s is not a count or 'all'; per-kernel records for the first %lld evals\n",
-               e, (long long)g_detail_n);
+  else fprintf(stderr, "[fusebox] FUSEBOX_GPU_DETAIL=%s is not a count or 'all'; device records for the first "
+                       "%lld evals\n", e, (long long)g_detail_n);
 }
 
 /* The index of the first eval after the window, -1: no end (all, or ORT's profiler on). */

@@ -184,6 +184,17 @@ static double arg_num(json_t *e, const char *k) { return json_number_value(json_
 static const char *arg_s(json_t *e, const char *k) { return json_string_value(json_object_get(json_object_get(e, "args"), k)); }
 static const char *str(json_t *e, const char *k) { return json_string_value(json_object_get(e, k)); }
 
+/* The stand-in device's child run with env; its stderr is printed when it fails. */
+static int run_exec_child(const char *const *env, const char *err) {
+  int rc = run_child("exec", env, err);
+  if (rc) {
+    char *e = slurp(err);
+    fprintf(stderr, "%s", e ? e : "");
+    free(e);
+  }
+  return rc;
+}
+
 /* The kernel slices of a capture file, -1 when one belongs to another eval than eval (a number). */
 static int capture_kernels(json_t *c, int64_t eval) {
   int nk = 0;
@@ -203,13 +214,7 @@ static int exec_case(bool sink) {
   char *err = path_of(sink ? "exec_sink.err" : "exec.err");
   const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), envv(1, "FUSEBOX_GPU_CAPTURE=%s", cap),
                        envv(2, "FUSEBOX_GPU_CAPTURE_EVAL=%s", "2"), sink ? "FBX_TEST_SINK=1" : NULL, NULL};
-  int rc = run_child("exec", env, err);
-  if (rc) {
-    char *e = slurp(err);
-    fprintf(stderr, "%s", e ? e : "");
-    free(e);
-  }
-  CHECK(rc == 0);
+  CHECK(run_exec_child(env, err) == 0);
   json_t *j = NULL, *c = NULL;
   CHECK(load_ok(tr, &j));
   /* per eval: MatMul's op.device slice holds k_matmul (10 us), Add's k_add (3 us) */
@@ -259,20 +264,15 @@ static int t_exec_sink(void) { return exec_case(true); }
 
 /* FUSEBOX_GPU_DETAIL=2 with the capture of eval index 3, over 7 runs: per-kernel records for
  * eval indices 0-3 (the window extends to the captured eval), none after (index 4, the lead-out,
- * is recorded and its records dropped; recording switched off once, at index 5), the capture file holds eval index 3's kernels, and the summary
- * says how many evals the device times come from. */
+ * is recorded and its records dropped; recording switched off once, at index 5), the capture
+ * file holds eval index 3's kernels, and the summary says how many evals the device times come
+ * from. */
 static int t_exec_detail_window(void) {
   char *tr = path_of("exec_window.json"), *cap = path_of("exec_window_cap.json"), *err = path_of("exec_window.err");
   const char *env[] = {envv(0, "FUSEBOX_TRACE=%s", tr), envv(1, "FUSEBOX_GPU_CAPTURE=%s", cap),
                        "FUSEBOX_GPU_CAPTURE_EVAL=3", "FUSEBOX_GPU_DETAIL=2", "FBX_TEST_RUNS=7",
                        "FBX_TEST_DETAIL_OFFS=1", "FBX_TEST_PROF_AT=3", NULL}; /* off at index 5, after the lead-out */
-  int rc = run_child("exec", env, err);
-  if (rc) {
-    char *e = slurp(err);
-    fprintf(stderr, "%s", e ? e : "");
-    free(e);
-  }
-  CHECK(rc == 0);
+  CHECK(run_exec_child(env, err) == 0);
   json_t *j = NULL, *c = NULL;
   CHECK(load_ok(tr, &j));
   int kernels[8] = {0}, dev_evals[8] = {0};

@@ -31,6 +31,7 @@
  * Only compiled for AVX-512 (target attributes); called after
  * fbx_cpu_avx512_enabled() said yes. */
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -135,75 +136,48 @@ static const fbx__oc_tile_fn fbx__oc_tiles2[2][FBX__OC_QMAX / 2] = {FBX__OC_ROW2
 
 /* ---- W packing (once per node, into its state) ---- */
 
-/* FUSEBOX_CONV_OC=0 turns the path off (A/B runs in one build); read once */
-static bool fbx__oc_enabled(void) {
-  static _Atomic int state = -1;
-  int s = atomic_load_explicit(&state, memory_order_relaxed);
-  if (s < 0) {
-    const char *e = getenv("FUSEBOX_CONV_OC");
-    s = !(e && e[0] == '0');
-    atomic_store_explicit(&state, s, memory_order_relaxed);
-  }
-  return s;
+/* The path's A/B knobs (runs and tests in one build), read once per process:
+ *   FUSEBOX_CONV_OC=0        the path off;
+ *   FUSEBOX_CONV_OC_LOCAL    0 the first version (one zero-padded copy of X per image in a pass of
+ *                            its own, row groups halved until >= 4 tasks per thread); 1 (default)
+ *                            the row groups of fbx__oc_rows, X as in 0; 2 as 1, and each task pads
+ *                            its own input rows where they fit (fbx_cpu_conv_oc_run; measured no
+ *                            better: bench/RESULTS.md); 3 as 2, task-local rows always;
+ *   FUSEBOX_CONV_OC_PF=0     the next chunk's W prefetched by its first tile only;
+ *   FUSEBOX_CONV_OC_XPF      software prefetch of X for the next tile row: 1 (default) for 1x1
+ *                            convs only, 0 never, "all" every conv (in ResNet-18 it took the 1x1
+ *                            stride-2 projections from 117 / 91 to 88 / 81 us, and made the stem
+ *                            and the 3x3s 5-9% slower: their next row's taps are mostly this row's);
+ *   FUSEBOX_CONV_OC_ROWS=sim the simulated row-group split (fbx__oc_rows). */
+typedef struct fbx__oc_knobs {
+  bool on, pf_spread, rows_sim;
+  int local, xpf;
+} fbx__oc_knobs;
+
+static fbx__oc_knobs g_oc_knobs;
+static pthread_once_t g_oc_once = PTHREAD_ONCE_INIT;
+
+static void fbx__oc_knobs_read(void) {
+  const char *e = getenv("FUSEBOX_CONV_OC");
+  g_oc_knobs.on = !(e && e[0] == '0');
+  e = getenv("FUSEBOX_CONV_OC_LOCAL");
+  g_oc_knobs.local = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 1;
+  e = getenv("FUSEBOX_CONV_OC_PF");
+  g_oc_knobs.pf_spread = !(e && e[0] == '0');
+  e = getenv("FUSEBOX_CONV_OC_XPF");
+  g_oc_knobs.xpf = !e ? 1 : e[0] == '0' ? 0 : e[0] == 'a' ? 2 : 1;
+  e = getenv("FUSEBOX_CONV_OC_ROWS");
+  g_oc_knobs.rows_sim = e && e[0] == 's';
 }
 
-/* FUSEBOX_CONV_OC_LOCAL (A/B runs and tests; read once): 0 the first version (one zero-padded copy
-   of X per image in a pass of its own, row groups halved until >= 4 tasks per thread); 1 (default)
-   the row groups of fbx__oc_rows, X as in 0; 2 as 1, and each task pads its own input rows where
-   they fit (fbx_cpu_conv_oc_run; measured no better: bench/RESULTS.md); 3 as 2, task-local rows always */
-static int fbx__oc_local(void) {
-  static _Atomic int state = -1;
-  int s = atomic_load_explicit(&state, memory_order_relaxed);
-  if (s < 0) {
-    const char *e = getenv("FUSEBOX_CONV_OC_LOCAL");
-    s = e && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 1;
-    atomic_store_explicit(&state, s, memory_order_relaxed);
-  }
-  return s;
-}
-
-/* FUSEBOX_CONV_OC_PF=0: the next chunk's W prefetched by its first tile only (A/B; read once) */
-static bool fbx__oc_pf_spread(void) {
-  static _Atomic int state = -1;
-  int s = atomic_load_explicit(&state, memory_order_relaxed);
-  if (s < 0) {
-    const char *e = getenv("FUSEBOX_CONV_OC_PF");
-    s = !(e && e[0] == '0');
-    atomic_store_explicit(&state, s, memory_order_relaxed);
-  }
-  return s;
-}
-
-/* software prefetch of X for the next tile row: 1 (default) for 1x1 convs only, FUSEBOX_CONV_OC_XPF=0
-   never, =all for every conv (in ResNet-18 it took the 1x1 stride-2 projections from 117 / 91 to 88 /
-   81 us, and made the stem and the 3x3s 5-9% slower: their next row's taps are mostly this row's);
-   read once */
-static int fbx__oc_xpf_mode(void) {
-  static _Atomic int state = -1;
-  int s = atomic_load_explicit(&state, memory_order_relaxed);
-  if (s < 0) {
-    const char *e = getenv("FUSEBOX_CONV_OC_XPF");
-    s = !e ? 1 : e[0] == '0' ? 0 : e[0] == 'a' ? 2 : 1;
-    atomic_store_explicit(&state, s, memory_order_relaxed);
-  }
-  return s;
-}
-
-/* FUSEBOX_CONV_OC_ROWS=sim: the simulated row-group split (fbx__oc_rows); read once */
-static bool fbx__oc_rows_sim(void) {
-  static _Atomic int state = -1;
-  int s = atomic_load_explicit(&state, memory_order_relaxed);
-  if (s < 0) {
-    const char *e = getenv("FUSEBOX_CONV_OC_ROWS");
-    s = e && e[0] == 's';
-    atomic_store_explicit(&state, s, memory_order_relaxed);
-  }
-  return s;
+static const fbx__oc_knobs *fbx__oc_knob(void) {
+  pthread_once(&g_oc_once, fbx__oc_knobs_read);
+  return &g_oc_knobs;
 }
 
 bool fbx_cpu_conv_oc_ok(const void *state, const fbx_cpu_conv_geom *g) {
   const fbx_cpu_conv_state *st = state;
-  if (!st || st->oc_failed || !fbx_cpu_avx512_enabled() || !fbx__oc_enabled()) return false;
+  if (!st || st->oc_failed || !fbx_cpu_avx512_enabled() || !fbx__oc_knob()->on) return false;
   const int64_t KV = g->k[1] * g->k[2];
   if (g->G != 1 || st->M != g->M || st->K != g->C * KV) return false;
   if (g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1) return false; /* 2D only */
@@ -499,11 +473,12 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
    * thread (or single rows); FUSEBOX_CONV_OC_ROWS=sim: the split of fbx__oc_rows instead (at 2
    * threads it measured neutral on the 56x56 layers and 4-6% slower on the 28x28 ones, in the model;
    * not measured on many cores: bench/RESULTS.md) */
-  const int local = fbx__oc_local();
+  const fbx__oc_knobs *kn = fbx__oc_knob();
+  const int local = kn->local;
   int64_t rt = 512 / OW;
   if (rt < 1) rt = 1;
   if (rt > OH) rt = OH;
-  if (local && fbx__oc_rows_sim()) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
+  if (local && kn->rows_sim) { /* the choice is cached in the node state (a simulation of up to 2 sqrt(OH) splits) */
     const bool fits = OH < (1 << 20) && OW < (1 << 20) && nt < (1 << 9) && rt < (1 << 15);
     const uint64_t key = ((uint64_t)OH << 44) | ((uint64_t)OW << 24) | ((uint64_t)nt << 15);
     const uint64_t cached = atomic_load_explicit(&st->oc_rows, memory_order_relaxed);
@@ -557,7 +532,9 @@ fbx_status *fbx_cpu_conv_oc_run(fbx_cpu_ctx *c, const fbx_ir_node *node, void *s
   for (int64_t n = 0; n < g->N; n++) {
     const float *xn = (const float *)in[0].data + n * C * g->in[1] * g->in[2];
     fbx__oc_job j = {.g = g, .x = xn, .xp = xp, .xs = direct ? xn : xp, .rs = rs, .ps = ps, .wo = st->wo,
-                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf, .pf_spread = fbx__oc_pf_spread(), .xpf = fbx__oc_xpf_mode() == 2 || (fbx__oc_xpf_mode() == 1 && KV == 1), .xl = xl, .xltag = xltag, .xlstride = xlstride, .NR = NR,
+                     .wo_end = st->wo + nmb * C * KV * FBX__OC_MB, .bias = b, .toff = toff, .tbuf = tbuf,
+                     .pf_spread = kn->pf_spread, .xpf = kn->xpf == 2 || (kn->xpf == 1 && KV == 1), .xl = xl,
+                     .xltag = xltag, .xlstride = xlstride, .NR = NR,
                      .y = (float *)out[0].data + n * M * OS, .PH = PH, .PW = PW, .KV = KV, .nmb = nmb, .rt = rt,
                      .nrg = nrg, .tstride = tstride, .cc = cc, .ybase = n * M * OS, .epi = &epi};
     for (int64_t w = 0; w < nt; w++) xltag[w] = -1; /* image n: nothing held */

@@ -14,7 +14,6 @@
 
 #include "cuda_internal.h"
 
-#define FBX__GQA_SMEM_MAX FBX_CUDA_GQA_SMEM_MAX
 #define FBX__GQA_BLOCKS 264                  /* blocks to aim for on a decode step (2 per SM on an H200) */
 #define FBX__GQA_SPLIT_MIN 32                /* keys per split: the smallest (shared memory) */
 #define FBX__GQA_SPLIT_STEP 64               /* and the step it is chosen in (thread per key: 128 a block) */
@@ -45,7 +44,7 @@ bool fbx_cuda_s_gqa(const fbx_ir_node *node, const fbx_tensor *in, int n_in, cha
   const int64_t D = in[0].dims[2], per = packed ? nh + 2 * kvh : nh;
   if (D >= 0) { /* claim time may not know it; run_node always does */
     const int64_t H = D / per, hpg = nh / kvh;
-    if (fbx_cuda_gqa_smem(hpg, H, FBX__GQA_SPLIT_MIN, 0) > FBX__GQA_SMEM_MAX) {
+    if (fbx_cuda_gqa_smem(hpg, H, FBX__GQA_SPLIT_MIN, 0) > FBX_CUDA_GQA_SMEM_MAX) {
       snprintf(why, why_size, "GQA with %lld query heads per KV head of size %lld (shared memory)", (long long)hpg,
                (long long)H);
       return false;
@@ -91,19 +90,19 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
   int64_t split = (L + want - 1) / want;
   split = (split + FBX__GQA_SPLIT_STEP - 1) / FBX__GQA_SPLIT_STEP * FBX__GQA_SPLIT_STEP;
   if (split > FBX__GQA_SPLIT_MAX) split = FBX__GQA_SPLIT_MAX;
-  while (split > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX__GQA_SMEM_MAX) split -= FBX__GQA_SPLIT_MIN;
-  if (fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX__GQA_SMEM_MAX)
+  while (split > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX_CUDA_GQA_SMEM_MAX) split -= FBX__GQA_SPLIT_MIN;
+  if (fbx_cuda_gqa_smem(hpg, H, split, 0) > FBX_CUDA_GQA_SMEM_MAX)
     return FBX_ERR_NOTIMPL("device 'cuda': GQA: %lld heads per KV head of size %lld exceed shared memory",
                            (long long)hpg, (long long)H);
   /* decode: K / V tiles in shared memory (a latency-bound block), on shorter splits if that is what fits */
   if (S == 1) {
     int64_t ts = split;
-    while (ts > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, ts, 1) > FBX__GQA_SMEM_MAX) ts -= FBX__GQA_SPLIT_MIN;
-    if (fbx_cuda_gqa_smem(hpg, H, ts, 1) <= FBX__GQA_SMEM_MAX) split = ts, a.tile = 1;
+    while (ts > FBX__GQA_SPLIT_MIN && fbx_cuda_gqa_smem(hpg, H, ts, 1) > FBX_CUDA_GQA_SMEM_MAX) ts -= FBX__GQA_SPLIT_MIN;
+    if (fbx_cuda_gqa_smem(hpg, H, ts, 1) <= FBX_CUDA_GQA_SMEM_MAX) split = ts, a.tile = 1;
   }
   a.split_len = (int)split;
   a.n_split = (int)((L + split - 1) / split);
-  if (a.n_split > 1 && fbx_cuda_gqa_combine_smem(a.n_split) > FBX__GQA_SMEM_MAX)
+  if (a.n_split > 1 && fbx_cuda_gqa_combine_smem(a.n_split) > FBX_CUDA_GQA_SMEM_MAX)
     return FBX_ERR_NOTIMPL("device 'cuda': GQA: a present buffer of %lld rows needs %d key splits (too many)",
                            (long long)L, a.n_split);
   if (a.n_split > 1) {
@@ -112,7 +111,8 @@ fbx_status *fbx_cuda_k_gqa(FBX_CUDA_KERNEL_ARGS) {
     /* the merge in the last attend block of a group: its weights fit in that block's q and score area */
     if (rows <= FBX_CUDA_COUNTERS && a.n_split + 1 <= H + split) a.counters = c->counters;
   }
-  if (S == 1 && a.tile && fbx_cuda_gqa_decode_fits(&a))
+  a.warps = a.tile && fbx_cuda_gqa_decode_fits(&a);
+  if (a.warps)
     info->variant = a.n_split > 1 ? "gqa_decode_warps_split" : "gqa_decode_warps";
   else
     info->variant = S == 1 ? (a.n_split > 1 ? "gqa_decode_split" : "gqa_decode") : "gqa_causal_prefill";

@@ -453,7 +453,7 @@ extern "C" int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s) {
   /* float4 loads: rows of H floats at 16-byte aligned bases */
   const bool vec4 = a->H % 4 == 0 && ((uintptr_t)a->pk & 15) == 0 && ((uintptr_t)a->pv & 15) == 0;
   const dim3 grid((unsigned)nblk, (unsigned)a->n_split);
-  if (a->S == 1 && a->tile && fbx_cuda_gqa_decode_fits(a)) fbx_cuda_launch_gqa_decode(a, s);
+  if (a->warps) fbx_cuda_launch_gqa_decode(a, s);
   else if (vec4 && a->tile) fbx::launch(attend_kernel<4, true>, grid, kThreads, smem, s, *a);
   else if (vec4) fbx::launch(attend_kernel<4, false>, grid, kThreads, smem, s, *a);
   else if (a->tile) fbx::launch(attend_kernel<1, true>, grid, kThreads, smem, s, *a);

@@ -40,9 +40,19 @@ __host__ __device__ constexpr int dec_floats(int hpg, int H, int SL) {
   return 2 * SL * tile_stride(H) + hpg * H + kWarps * SL + 1;
 }
 
-template <int DPL>
+// DPL floats at p: from shared memory (vector loads), or CG: a partial's columns from global
+// memory through L2 (rows of H + 2 floats: 8-byte aligned only)
+template <int DPL, bool CG = false>
 __device__ __forceinline__ void load_dpl(const float *p, float *v) {
-  if constexpr (DPL == 4) {
+  if constexpr (CG && DPL == 4) {
+    const float2 t = __ldcg((const float2 *)p), u = __ldcg((const float2 *)(p + 2));
+    v[0] = t.x, v[1] = t.y, v[2] = u.x, v[3] = u.y;
+  } else if constexpr (CG && DPL == 2) {
+    const float2 t = __ldcg((const float2 *)p);
+    v[0] = t.x, v[1] = t.y;
+  } else if constexpr (CG) {
+    v[0] = __ldcg(p);
+  } else if constexpr (DPL == 4) {
     const float4 t = *(const float4 *)p;
     v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
   } else if constexpr (DPL == 2) {
@@ -50,19 +60,6 @@ __device__ __forceinline__ void load_dpl(const float *p, float *v) {
     v[0] = t.x, v[1] = t.y;
   } else {
     v[0] = *p;
-  }
-}
-// a partial's columns (rows of H + 2 floats: 8-byte aligned only), through L2
-template <int DPL>
-__device__ __forceinline__ void load_dpl_cg(const float *p, float *v) {
-  if constexpr (DPL == 4) {
-    const float2 t = __ldcg((const float2 *)p), u = __ldcg((const float2 *)(p + 2));
-    v[0] = t.x, v[1] = t.y, v[2] = u.x, v[3] = u.y;
-  } else if constexpr (DPL == 2) {
-    const float2 t = __ldcg((const float2 *)p);
-    v[0] = t.x, v[1] = t.y;
-  } else {
-    v[0] = __ldcg(p);
   }
 }
 
@@ -99,7 +96,7 @@ __device__ __forceinline__ void merge_heads(const fbx_cuda_gqa_args &a, const fl
 #pragma unroll
         for (int j = 0; j < kBatch; j++) {
           wj[j] = __shfl_sync(0xffffffffu, w, (j0 + j) & 31);
-          if (j0 + j < cnt) load_dpl_cg<DPL>(ph + (long long)(i0 + j0 + j) * ST + lane * DPL, v[j]);
+          if (j0 + j < cnt) load_dpl<DPL, true>(ph + (long long)(i0 + j0 + j) * ST + lane * DPL, v[j]);
           else
 #pragma unroll
             for (int e = 0; e < DPL; e++) v[j][e] = 0.f;

@@ -282,6 +282,8 @@ typedef struct fbx_cuda_gqa_args {
   int fuse_kv;                 /* shared: the attention kernel stores the new rows (no kv_write launch) */
   int split_len, n_split;
   int tile;                    /* the attention blocks copy their split's K / V rows to shared memory */
+  int warps;                   /* the warp-per-head decode kernel (tile and fbx_cuda_gqa_decode_fits: the host's
+                                  choice) */
   float *part;                 /* (B, S, nh, n_split, H + 2) when n_split > 1 */
   int *counters;               /* n_split > 1: B * kvh * S ints, zero, or NULL. Set: the last split block of
                                   each (b, g, s) to finish merges the partials itself (no combine launch) */
@@ -293,8 +295,8 @@ size_t fbx_cuda_gqa_smem(int64_t hpg, int64_t H, int64_t split_len, int tile_kv)
 /* Dynamic shared memory (bytes) of the combine kernel over n_split partials. */
 size_t fbx_cuda_gqa_combine_smem(int64_t n_split);
 int fbx_cuda_launch_gqa(const fbx_cuda_gqa_args *a, cudaStream_t s);
-/* The warp-per-head decode kernel (cuda_attention_decode.cu), which fbx_cuda_launch_gqa takes for a
- * decode step with tiles when it fits: S 1, H 32 / 64 / 128, split_len a multiple of 32 up to 128,
+/* The warp-per-head decode kernel (cuda_attention_decode.cu), which fbx_cuda_launch_gqa takes when
+ * a.warps is set: the host sets it for a decode step with tiles when it fits: S 1, H 32 / 64 / 128, split_len a multiple of 32 up to 128,
  * 16-byte aligned present buffers, its shared memory within FBX_CUDA_GQA_SMEM_MAX. */
 #define FBX_CUDA_GQA_SMEM_MAX ((size_t)48 << 10) /* dynamic shared memory without an opt-in */
 size_t fbx_cuda_gqa_decode_smem(int64_t hpg, int64_t H, int64_t split_len);
