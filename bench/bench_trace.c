@@ -11,7 +11,7 @@
 //
 //   bench_trace --lib LIB --lib-off LIB_OFF [--reps 15] [--steps 48] [--prompt 16] [--rounds 3]
 //               [--model models/gen/decoder_small.onnx] [--trace /tmp/bench_trace.json] [--threads N]
-//               [--device cpu|cuda]
+//               [--device cpu|cuda] [--warmup-ms MS]
 // --threads N sets ORT's intra-op threads and the Fusebox EP option threads=N (default: both
 // libraries' defaults, one thread per online core). --device cuda sets the EP option device=cuda
 // (GPU decode: the cost of CUPTI recording and device-time attribution; the environment's
@@ -21,7 +21,9 @@
 //   bench_trace --micro-gpu N TRACE_FILE   (ns per device record turned into trace events; see micro_gpu())
 // A worker prefills PROMPT tokens, then decodes STEPS tokens greedily, ROUNDS times (cache reset
 // in between, first round = warm-up and not counted), and reports the median over the counted
-// rounds of (decode wall time / STEPS).
+// rounds of (decode wall time / STEPS). --warmup-ms MS (BENCH_TRACE_WARMUP_MS): the warm-up repeats
+// until MS milliseconds of decoding have passed (a GPU that idled between two processes needs
+// about that long to raise its clocks; one 64-step round of a small decoder lasts ~20 ms).
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +83,10 @@ static int worker(const char *model, int prompt, int steps, int rounds) {
   if (!err) err = fbx_host_decoder_init(&d, s);
   if (!err) have_d = 1;
   for (int i = 0; i < prompt; i++) ids[i] = (7 * i + 3) % 100;
+  const char *wu = getenv("BENCH_TRACE_WARMUP_MS");
+  const double warmup_s = wu ? atof(wu) / 1e3 : 0, warm_t0 = fbx_host_now();
   for (int r = 0; r < rounds && !err; r++) {
+    if (r == 1 && rounds > 1 && fbx_host_now() - warm_t0 < warmup_s) r = 0; /* warm up again */
     err = fbx_host_decoder_reset(&d);
     if (!err) err = fbx_host_decoder_step(&d, ids, prompt);
     double t0 = fbx_host_now();
@@ -308,6 +313,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--rounds")) rounds = atoi(v);
     else if (!strcmp(a, "--threads")) setenv("BENCH_TRACE_THREADS", v, 1);
     else if (!strcmp(a, "--device")) setenv("BENCH_TRACE_DEVICE", v, 1);
+    else if (!strcmp(a, "--warmup-ms")) setenv("BENCH_TRACE_WARMUP_MS", v, 1);
     else {
       fprintf(stderr, "bench_trace: unknown option %s (see the comment at the top of bench/bench_trace.c)\n", a);
       return 2;
@@ -316,7 +322,7 @@ int main(int argc, char **argv) {
   }
   if (!lib || !lib_off || reps < 1 || steps < 1 || prompt < 1 || rounds < 1) {
     fprintf(stderr, "usage: bench_trace --lib LIB --lib-off LIB_COMPILED_OUT [--reps N] [--steps N] [--prompt N]"
-                    " [--rounds N] [--model M] [--trace FILE] [--threads N] [--device cpu|cuda]\n");
+                    " [--rounds N] [--model M] [--trace FILE] [--threads N] [--device cpu|cuda] [--warmup-ms MS]\n");
     return 2;
   }
   char self[4096];
