@@ -18,7 +18,8 @@
 # folder, default a fresh /tmp/fusebox_gputrace.XXXXXX), MODEL (default
 # models/gen/decoder_small.onnx), GENAI_MODEL (default models/gen/genai_tiny.onnx; "" skips),
 # OFF_LIB (the compiled-out library, default BUILD_DIR-traceoff/libfusebox_ep.so), REPS (default
-# 5), REPS_GENAI (3), REPS_EXTCORR (3; 0 skips), REPS_GRAPHS (3; 0 skips), STEPS (64), EXTCORR_TRACE (1: also trace with the
+# 5; 0 skips), REPS_GENAI (3; 0 skips), REPS_EXTCORR (3; 0 skips), REPS_GRAPHS (3; 0 skips), STEPS (64),
+# ROUNDS (8 per worker, the first a warm-up), WARMUP_MS (300: bench_trace --warmup-ms), EXTCORR_TRACE (1: also trace with the
 # fallback attribution and print its checks). Exit 1 on any failed check (the
 # overhead figures are printed, not checked: their goals are judged in bench/RESULTS.md).
 set -u
@@ -68,18 +69,18 @@ fi
 
 OFF_LIB=${OFF_LIB:-$BUILD-traceoff/libfusebox_ep.so}
 REPS=${REPS:-5}; REPS_GENAI=${REPS_GENAI:-3}; REPS_EXTCORR=${REPS_EXTCORR:-3}; REPS_GRAPHS=${REPS_GRAPHS:-3}
-STEPS=${STEPS:-64}
+STEPS=${STEPS:-64}; ROUNDS=${ROUNDS:-8}; WARMUP_MS=${WARMUP_MS:-300}
 GENAI_MODEL=${GENAI_MODEL-models/gen/genai_tiny.onnx}
 export FUSEBOX_REPO=$ROOT FUSEBOX_ORT_LIB=$ORT
 bench() { # MODEL REPS [env...]: bench_trace's three configurations on the GPU
   local m=$1 r=$2; shift 2
   echo "== overhead on GPU decode: $m ($r reps) $* =="
   env "$@" "$BUILD/bench/bench_trace" --lib "$BUILD/libfusebox_ep.so" --lib-off "$OFF_LIB" --device cuda \
-    --model "$m" --reps "$r" --steps "$STEPS" --rounds 3 2>&1 | tee -a "$LOG/overhead.log" | grep -v "^  rep" | sed 's/^/      /'
+    --model "$m" --reps "$r" --steps "$STEPS" --rounds "$ROUNDS" --warmup-ms "$WARMUP_MS" 2>&1 | tee -a "$LOG/overhead.log" | grep -v "^  rep" | sed 's/^/      /'
 }
 if [ -f "$OFF_LIB" ] && [ -x "$BUILD/bench/bench_trace" ]; then
-  bench "$MODEL" "$REPS"
-  [ -n "$GENAI_MODEL" ] && [ -f "$GENAI_MODEL" ] && bench "$GENAI_MODEL" "$REPS_GENAI"
+  [ "$REPS" -gt 0 ] && bench "$MODEL" "$REPS"
+  [ "$REPS_GENAI" -gt 0 ] && [ -n "$GENAI_MODEL" ] && [ -f "$GENAI_MODEL" ] && bench "$GENAI_MODEL" "$REPS_GENAI"
   [ "$REPS_EXTCORR" -gt 0 ] && bench "$MODEL" "$REPS_EXTCORR" FUSEBOX_CUPTI_CORR=extcorr
   [ "$REPS_GRAPHS" -gt 0 ] && bench "$MODEL" "$REPS_GRAPHS" FUSEBOX_CUPTI_GRAPHS=whole
 else

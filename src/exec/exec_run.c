@@ -765,7 +765,8 @@ static fbx_status *fbx__ir_seg_run(fbx__ir_plan *p, fbx__ir_seg *g, fbx_exec_out
       p->run_invalidated++;
       if (fbx_trace_enabled()) {
         fbx_trace_arg a[] = {FBX_TARG_I("steps", g->s1 - g->s0), FBX_TARG_I("first_step", g->s0),
-                             FBX_TARG_S("reason", "a backend buffer the graph used was reallocated (graph epoch)"),
+                             FBX_TARG_S("reason", "the backend's graph epoch moved (a buffer the graph used was reallocated, or "
+                                                   "device recording was switched on or off)"),
                              FBX_TARG_S("device", be->vt->name)};
         fbx_trace_instant("fusebox.graph.invalidated", "device", a, 4);
       }

@@ -89,6 +89,7 @@ static struct {
   int graphs_whole;           /* FUSEBOX_CUPTI_GRAPHS=whole: GRAPH_TRACE records for replays (fixed at the first enable) */
   int64_t ts_offset;          /* added to CUPTI timestamps (0 when CUPTI uses our clock) */
   int enabled;
+  uint64_t generation;        /* moves at every switch of recording (atomic): fbx_cuda_activity_generation */
   pthread_mutex_t mu;         /* the queue, the sink and the ring's readers */
   fbx__corr *ring;            /* written by launching threads (relaxed atomics), read by CUPTI's */
   fbx_device_activity *q;
@@ -468,6 +469,7 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
     if (r == CUPTI_SUCCESS) {
       g_cu.flush_period(100); /* partial buffers reach buffer_completed at least every 100 ms */
       g_cu.enabled = 1;
+      __atomic_add_fetch(&g_cu.generation, 1, __ATOMIC_RELAXED);
     } else {
       fbx__kinds_disable();
       st = FBX_ERR_NOTIMPL("device 'cuda': CUPTI activity could not be enabled: %s", fbx__cupti_err(r));
@@ -476,10 +478,13 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
     fbx__kinds_disable();
     fbx__callbacks_set(0);
     g_cu.enabled = 0;
+    __atomic_add_fetch(&g_cu.generation, 1, __ATOMIC_RELAXED);
   }
   pthread_mutex_unlock(&g_cu.mu);
   return st;
 }
+
+uint64_t fbx_cuda_activity_generation(void) { return __atomic_load_n(&g_cu.generation, __ATOMIC_RELAXED); }
 
 static void fbx__cuda_activity_tag(fbx_backend *be, uint64_t tag) {
   (void)be;

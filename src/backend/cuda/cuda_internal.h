@@ -175,6 +175,9 @@ fbx_status *fbx_cuda_gemm_f32(fbx_cuda_ctx *c, bool ta, bool tb, int64_t M, int6
 void fbx_cuda_gemm_plans_destroy(fbx_cuda_ctx *c);
 
 /* ---- cuda_cupti.c: observability members (backend_obs.h) and mem_info ---- */
+/* Moves each time CUPTI recording is switched on or off, process-wide (part of the graph epoch:
+ * cuda_graph.c). */
+uint64_t fbx_cuda_activity_generation(void);
 extern const fbx_backend_obs fbx_cuda_obs;
 fbx_status *fbx_cuda_mem_info(fbx_backend *be, size_t *free_bytes, size_t *total_bytes);
 
