@@ -3,7 +3,10 @@
  *
  * CUPTI (libcupti.so.13 from the toolkit) is dlopened at the first
  * activity_enable, so the library still loads and runs where it is absent;
- * nothing is subscribed before that (tracing off = no CUPTI at all).
+ * nothing is subscribed before that (tracing off = no CUPTI at all). Switching
+ * recording off detaches CUPTI again in callback mode (fbx__detach), and every
+ * switch moves the graph epoch (cuda_graph.c), so that no graph instantiated
+ * while CUPTI recorded is replayed after it.
  *
  * Recording: activity kinds CONCURRENT_KERNEL, MEMCPY and MEMSET only. A
  * record learns its tag (the node or graph launch the executor was enqueueing)
@@ -82,6 +85,7 @@ static struct {
   typeof(&cuptiGetTimestamp) get_ts;
   typeof(&cuptiGetResultString) result_string;
   typeof(&cuptiSubscribe) subscribe;
+  typeof(&cuptiFinalize) finalize;
   typeof(&cuptiEnableCallback) enable_cb;
   typeof(&cuptiActivitySetAttribute) set_attr;
   CUpti_SubscriberHandle sub;
@@ -89,6 +93,9 @@ static struct {
   int graphs_whole;           /* FUSEBOX_CUPTI_GRAPHS=whole: GRAPH_TRACE records for replays (fixed at the first enable) */
   int64_t ts_offset;          /* added to CUPTI timestamps (0 when CUPTI uses our clock) */
   int enabled;
+  int registered;             /* buffer callbacks registered, subscriber taken (cleared by a detach) */
+  int detach;                 /* a detach is asked for: the next cudaGetDevice exit callback does it */
+  pthread_mutex_t switch_mu;  /* held by activity_enable across a switch, the detach included (> mu) */
   uint64_t generation;        /* moves at every switch of recording (atomic): fbx_cuda_activity_generation */
   pthread_mutex_t mu;         /* the queue, the sink and the ring's readers */
   fbx__corr *ring;            /* written by launching threads (relaxed atomics), read by CUPTI's */
@@ -101,7 +108,7 @@ static struct {
    * correlation id, and records that found / did not find a tag */
   uint64_t cb_no_corr, rec_tagged, rec_untagged;
   int warned;
-} g_cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} g_cu = {.mu = PTHREAD_MUTEX_INITIALIZER, .switch_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The launching thread's state: its current tag, callback nesting depth and
  * launch counts. Touched only while recording on a GPU (a dynamic-TLS block
@@ -237,12 +244,31 @@ static const struct { CUpti_CallbackDomain dom; CUpti_CallbackId cbid; char kind
 enum { FBX__CBID_MAX = 2048 };
 static char g_kind_rt[FBX__CBID_MAX], g_kind_dr[FBX__CBID_MAX];
 
+/* Detaching CUPTI (cuptiFinalize) once recording is off for good: with its kinds and our callbacks
+ * disabled, a CUPTI that stays attached still cost a launch-bound decode about 8% (H200, decode
+ * of the generated decoders after FUSEBOX_GPU_DETAIL's window, against trace on without CUPTI).
+ * CUPTI documents cuptiFinalize as safe at the exit of a CUDA API call's callback, so
+ * activity_enable(false) calls cudaGetDevice with that callback on, and it flushes what is
+ * recorded (to the sink) and finalizes there, on the switching thread (under switch_mu, not mu:
+ * the flush's buffer_completed takes mu). A later enable attaches again from scratch. */
+static void fbx__detach(void) {
+  g_cu.detach = 0;
+  g_cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (g_cu.finalize() != CUPTI_SUCCESS) return; /* still attached, kinds and callbacks off */
+  g_cu.sub = NULL;
+  g_cu.registered = 0;
+}
+
 /* The launching thread, on entry to and exit from one of fbx__launch_cbids. */
 static void CUPTIAPI fbx__api_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
   (void)ud;
   if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const CUpti_CallbackData *d = data;
   fbx__cupti_thread *t = &tl_cu;
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) {
+    if (d->callbackSite == CUPTI_API_EXIT && g_cu.detach) fbx__detach(); /* activity_enable(false)'s own call */
+    return;
+  }
   if (d->callbackSite == CUPTI_API_EXIT) {
     if (t->depth > 0) t->depth--;
     return;
@@ -371,6 +397,7 @@ static void fbx__cupti_load(void) {
   FBX__SYM(get_ts, "cuptiGetTimestamp", 1);
   FBX__SYM(result_string, "cuptiGetResultString", 1);
   FBX__SYM(subscribe, "cuptiSubscribe", 0);
+  FBX__SYM(finalize, "cuptiFinalize", 0);
   FBX__SYM(enable_cb, "cuptiEnableCallback", 0);
   FBX__SYM(set_attr, "cuptiActivitySetAttribute", 0);
   if (!ok) {
@@ -430,7 +457,8 @@ static void fbx__callbacks_set(int on) {
 }
 
 static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
-  (void)be;
+  fbx_cuda_ctx *c = be->ctx;
+  pthread_mutex_lock(&g_cu.switch_mu);
   pthread_mutex_lock(&g_cu.mu);
   fbx_status *st = NULL;
   if (on && !g_cu.state) fbx__cupti_load();
@@ -438,8 +466,7 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
     st = FBX_ERR_NOTIMPL("%s", g_cu.why);
   } else if (on && !g_cu.enabled) {
     CUptiResult r = CUPTI_SUCCESS;
-    static int registered;
-    if (!registered) {
+    if (!g_cu.registered) {
       if (g_cu.reg_ts && g_cu.reg_ts(fbx__cupti_clock) == CUPTI_SUCCESS) {
         g_cu.ts_offset = 0;
       } else {
@@ -449,7 +476,7 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
       }
       fbx__buf_pool_fill();
       r = g_cu.reg(fbx__buf_requested, fbx__buf_completed);
-      if (r == CUPTI_SUCCESS) registered = 1;
+      if (r == CUPTI_SUCCESS) g_cu.registered = 1;
       fbx__corr_mode_pick();
       const char *gr = getenv("FUSEBOX_CUPTI_GRAPHS");
       g_cu.graphs_whole = gr && !strcmp(gr, "whole");
@@ -479,8 +506,24 @@ static fbx_status *fbx__cuda_activity_enable(fbx_backend *be, bool on) {
     fbx__callbacks_set(0);
     g_cu.enabled = 0;
     __atomic_add_fetch(&g_cu.generation, 1, __ATOMIC_RELAXED);
+    g_cu.detach = g_cu.mode == FBX__CORR_CALLBACK && g_cu.finalize && g_cu.sub &&
+                  g_cu.enable_cb(1, g_cu.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020) == CUPTI_SUCCESS;
   }
   pthread_mutex_unlock(&g_cu.mu);
+  if (g_cu.detach) { /* fbx__detach runs in its exit callback, once the work recorded so far is done */
+    int dev = 0;
+    fbx_cuda_lock(c);
+    cudaSetDevice(c->device);
+    cudaStreamSynchronize(c->stream);
+    pthread_mutex_unlock(&c->lock);
+    cudaGetDevice(&dev);
+    if (g_cu.detach) { /* the callback never came: stay attached, that callback off */
+      g_cu.detach = 0;
+      g_cu.enable_cb(0, g_cu.sub, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020);
+    }
+  }
+  pthread_mutex_unlock(&g_cu.switch_mu);
   return st;
 }
 
@@ -538,7 +581,7 @@ static void fbx__corr_selfcheck(void) {
 
 static fbx_status *fbx__cuda_activity_drain(fbx_backend *be, bool flush, fbx_device_activity_fn fn, void *ctx) {
   if (g_cu.state != 1) return NULL;
-  if (flush) {
+  if (flush && g_cu.registered) { /* detached: everything was flushed then (a CUPTI call would attach again) */
     fbx_cuda_ctx *c = be->ctx;
     fbx_cuda_lock(c);
     cudaSetDevice(c->device);
