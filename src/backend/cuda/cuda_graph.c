@@ -125,9 +125,12 @@ uint64_t fbx_cuda_graph_epoch(fbx_backend *be) {
   fbx_cuda_lock(c);
   uint64_t e = c->graph_epoch;
   pthread_mutex_unlock(&c->lock);
-  /* A graph instantiated while CUPTI recorded keeps paying for the recording in every replay after
-   * recording is off (on the H200, decode traced after FUSEBOX_GPU_DETAIL's window: +20-30% with
-   * CUPTI loaded, +2.5% without it), so each switch of recording re-captures the graphs, as a
-   * reallocated buffer does. Both counters only grow, so their sum moves when either does. */
+  /* A graph instantiated while CUPTI recorded may carry its per-kernel timing into every later
+   * replay (its records of replayed kernels end at that node's next recorded run: RESULTS,
+   * session 10), so each switch of recording re-captures the graphs, as a reallocated buffer
+   * does. Measured on the H200 (session 11): decode traced after FUSEBOX_GPU_DETAIL's window
+   * cost +20-30% with CUPTI attached and recording off, within 5% with this re-capture and
+   * CUPTI detached (cuda_cupti.c); the re-capture alone was not told apart from noise. Both
+   * counters only grow, so their sum moves when either does. */
   return e + fbx_cuda_activity_generation();
 }
