@@ -484,7 +484,7 @@ static char *host__copy_out(fbx_host *h, OrtValue *v, const char *name, fbx_host
   if (nd) HOST_TRY(h, GetDimensions(info, dims, nd), "GetDimensions");
   h->api->ReleaseTensorTypeAndShapeInfo(info);
   info = NULL;
-  if ((err = fbx_host_tensor_alloc(t, name, (int)et, (int)nd, dims))) goto fail;
+  if ((err = fbx_host_tensor_alloc_for_copy(t, name, (int)et, (int)nd, dims))) goto fail;
   if (t->nbytes) {
     void *src = NULL;
     HOST_TRY(h, GetTensorMutableData(v, &src), "GetTensorMutableData");

@@ -161,6 +161,9 @@ size_t fbx_host_tensor_numel(const fbx_host_tensor *t);
 // Allocate a zero-filled tensor (t is overwritten; free with fbx_host_tensor_free).
 char *fbx_host_tensor_alloc(fbx_host_tensor *t, const char *name, int dtype, int rank,
                             const int64_t *dims);
+// The same with the data left uninitialised: for a caller that writes every byte (a copy).
+char *fbx_host_tensor_alloc_for_copy(fbx_host_tensor *t, const char *name, int dtype, int rank,
+                                     const int64_t *dims);
 // Deep copy src into dst (dst overwritten).
 char *fbx_host_tensor_copy(fbx_host_tensor *dst, const fbx_host_tensor *src);
 void fbx_host_tensor_free(fbx_host_tensor *t);            // frees members, zeroes t
