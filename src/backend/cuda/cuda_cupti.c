@@ -245,8 +245,9 @@ enum { FBX__CBID_MAX = 2048 };
 static char g_kind_rt[FBX__CBID_MAX], g_kind_dr[FBX__CBID_MAX];
 
 /* Detaching CUPTI (cuptiFinalize) once recording is off for good: with its kinds and our callbacks
- * disabled, a CUPTI that stays attached still cost a launch-bound decode about 8% (H200, decode
- * of the generated decoders after FUSEBOX_GPU_DETAIL's window, against trace on without CUPTI).
+ * disabled, a CUPTI that stays attached still cost a launch-bound decode +8% (the least disturbed
+ * processes) to +20-30% (medians) on the H200 (the generated decoders after FUSEBOX_GPU_DETAIL's
+ * window; trace on without CUPTI: +2.5%; detached: +0-5%, bench/RESULTS.md "Session 11").
  * CUPTI documents cuptiFinalize as safe at the exit of a CUDA API call's callback, so
  * activity_enable(false) calls cudaGetDevice with that callback on, and it flushes what is
  * recorded (to the sink) and finalizes there, on the switching thread (under switch_mu, not mu:
